@@ -1,0 +1,51 @@
+// EvictionEntry: the part of a cached item that eviction policies see.
+//
+// Like CacheLib's MMContainers, policies keep no side tables: they link entries through hooks that
+// live inside the entry, so adding, removing and touching never allocates. The owner of the
+// entries (the radix tree) fills in the facts below; a policy reads them and may use the
+// policy-owned fields however it likes. An entry is linked into at most one policy at a time.
+#pragma once
+
+#include <boost/intrusive/list_hook.hpp>
+#include <boost/intrusive/set_hook.hpp>
+
+#include <cstdint>
+
+namespace radixkv {
+
+// TensorRT-LLM's KvCacheRetentionConfig: priorities run 0..100, 35 when none is given.
+inline constexpr int32_t kMinPriority = 0;
+inline constexpr int32_t kMaxPriority = 100;
+inline constexpr int32_t kDefaultPriority = 35;
+
+// What the caller knows about one access (a match or an insert along a path).
+struct AccessHint {
+  int32_t priority = kDefaultPriority;
+};
+
+struct EvictionEntry {
+  using SetHook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;
+  using ListHook = boost::intrusive::list_member_hook<>;
+
+  // Hooks: ordered policies (LRU, LFU, priority, cost-aware) use set_hook, queue policies
+  // (FIFO, SLRU, SIEVE, S3-FIFO) use list_hook.
+  SetHook set_hook;
+  ListHook list_hook;
+
+  // Facts kept by the owner.
+  uint64_t last_access = 0;   // logical clock of the last access (one tick per tree operation)
+  uint64_t inserted_at = 0;   // logical clock of creation
+  uint64_t hits = 0;          // accesses since creation
+  uint32_t pages = 0;         // pages the entry holds now: its charge
+  uint32_t prefix_pages = 0;  // pages on its path above it (deeper entries save longer prefills)
+  int32_t priority = kDefaultPriority;  // priority of the latest access
+
+  // Policy-owned: an ordered policy keys on these, never on the facts above, which the owner
+  // rewrites just before on_access() while the entry may still be linked.
+  uint64_t rank = 0;
+  double score = 0.0;
+  uint8_t segment = 0;
+  bool visited = false;
+};
+
+}  // namespace radixkv

@@ -1,0 +1,41 @@
+// EvictionPolicy: the seam every policy plugs into. The tree calls it; it never calls the tree.
+//
+// Contract with the owner of the entries:
+//   - add(e): e just became evictable (an unpinned leaf that is not a root). e is not linked.
+//   - remove(e): e stops being evictable (pinned, gained a child, erased). e is linked.
+//   - on_access(e, hint): e lies on a matched or inserted path, linked or not. The owner has
+//     already updated e.last_access, e.hits and e.priority.
+//   - victim(): the entry to evict from next, left linked; nullptr when nothing is evictable.
+//     The owner takes pages from its tail and calls remove() only once it holds none, so one
+//     victim may serve several calls.
+// The set of linked entries is exactly the set of evictable entries; size() counts them.
+// Every operation is O(1) or O(log n) in the number of linked entries.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eviction/eviction_entry.h"
+
+namespace radixkv {
+
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+  virtual std::string_view name() const = 0;
+  virtual void add(EvictionEntry& entry) = 0;
+  virtual void remove(EvictionEntry& entry) = 0;
+  virtual void on_access(EvictionEntry& entry, const AccessHint& hint) = 0;
+  virtual EvictionEntry* victim() = 0;
+  virtual bool contains(const EvictionEntry& entry) const = 0;
+  virtual std::size_t size() const = 0;
+};
+
+// Builds a policy by name; throws std::invalid_argument listing the known names otherwise.
+std::unique_ptr<EvictionPolicy> make_policy(std::string_view name);
+std::vector<std::string_view> policy_names();
+
+}  // namespace radixkv

@@ -1,0 +1,38 @@
+// KvLayout: the shape of one model's KV cache, and what a token and a page of it cost in bytes.
+//
+// A page holds the K and V of `page_tokens` consecutive tokens for every layer:
+//   bytes_per_token = 2 (K and V) * layers * kv_heads * head_dim * dtype_bytes
+//   bytes_per_page  = bytes_per_token * page_tokens
+// Every field must be at least 1; validate() says which one is not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace radixkv {
+
+struct KvLayout {
+  uint32_t layers = 1;
+  uint32_t kv_heads = 1;
+  uint32_t head_dim = 1;
+  uint32_t dtype_bytes = 2;
+  uint32_t page_tokens = 16;
+
+  uint64_t bytes_per_token() const {
+    return 2ull * layers * kv_heads * head_dim * dtype_bytes;
+  }
+  uint64_t bytes_per_page() const { return bytes_per_token() * page_tokens; }
+
+  // Throws std::invalid_argument naming the first field that is zero.
+  void validate() const;
+  std::string to_string() const;
+
+  // Published shapes of real models (bf16 KV). Names: llama-3-8b, llama-3-70b, qwen2.5-7b,
+  // mistral-7b. Throws std::invalid_argument listing the known names for any other.
+  static KvLayout preset(std::string_view name, uint32_t page_tokens);
+  static std::vector<std::string_view> preset_names();
+};
+
+}  // namespace radixkv

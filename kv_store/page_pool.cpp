@@ -1,0 +1,100 @@
+#include "kv_store/page_pool.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <stdexcept>
+
+namespace radixkv {
+
+PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<PageBackend> backend)
+    : layout_(layout),
+      bytes_per_page_(0),
+      capacity_(capacity_pages),
+      backend_(backend ? std::move(backend) : make_accounting_backend()) {
+  layout_.validate();
+  bytes_per_page_ = layout_.bytes_per_page();
+  if (capacity_pages == 0 || capacity_pages == kInvalidPage) {
+    throw std::invalid_argument(fmt::format(
+        "PagePool: capacity must be between 1 and {} pages, got {}", kInvalidPage - 1, capacity_pages));
+  }
+  backend_->reserve(capacity_, bytes_per_page_);
+  refcount_.assign(capacity_, 0);
+  free_list_.resize(capacity_);
+  for (uint32_t i = 0; i < capacity_; ++i) free_list_[i] = capacity_ - 1 - i;  // page 0 on top
+}
+
+uint32_t PagePool::pages_for_bytes(const KvLayout& layout, uint64_t bytes) {
+  layout.validate();
+  const uint64_t per_page = layout.bytes_per_page();
+  const uint64_t pages = bytes / per_page;
+  if (pages == 0) {
+    throw std::invalid_argument(fmt::format(
+        "a budget of {} bytes holds no page: one page of {} tokens needs {} bytes", bytes,
+        layout.page_tokens, per_page));
+  }
+  if (pages >= kInvalidPage) {
+    throw std::invalid_argument(fmt::format(
+        "a budget of {} bytes is {} pages, more than 32-bit page ids can name", bytes, pages));
+  }
+  return static_cast<uint32_t>(pages);
+}
+
+bool PagePool::allocate(uint32_t n, std::vector<PageId>& out) {
+  if (n > free_list_.size()) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    const PageId page = free_list_.back();
+    free_list_.pop_back();
+    refcount_[page] = 1;
+    out.push_back(page);
+  }
+  if (used_pages() > peak_used_) peak_used_ = used_pages();
+  return true;
+}
+
+void PagePool::check_held(PageId page, const char* operation) const {
+  if (page >= capacity_) {
+    throw std::logic_error(
+        fmt::format("PagePool::{}: page {} is not in this pool of {} pages", operation, page, capacity_));
+  }
+  if (refcount_[page] == 0) {
+    throw std::logic_error(fmt::format("PagePool::{}: page {} is free (refcount 0)", operation, page));
+  }
+}
+
+void PagePool::retain(PageId page) {
+  check_held(page, "retain");
+  if (refcount_[page] == std::numeric_limits<uint32_t>::max()) {
+    throw std::logic_error(fmt::format("PagePool::retain: refcount of page {} would overflow", page));
+  }
+  ++refcount_[page];
+}
+
+void PagePool::release(PageId page) {
+  check_held(page, "release");
+  if (--refcount_[page] == 0) free_list_.push_back(page);
+}
+
+void PagePool::release(std::span<const PageId> pages) {
+  for (PageId page : pages) check_held(page, "release");  // all valid, or nothing changes
+  for (PageId page : pages) release(page);
+}
+
+uint32_t PagePool::refcount(PageId page) const {
+  if (page >= capacity_) {
+    throw std::logic_error(
+        fmt::format("PagePool::refcount: page {} is not in this pool of {} pages", page, capacity_));
+  }
+  return refcount_[page];
+}
+
+std::span<std::byte> PagePool::host_bytes(PageId page) {
+  if (backend_->storage() != StorageKind::kHost) {
+    throw std::logic_error(
+        fmt::format("PagePool::host_bytes: the {} backend keeps no host bytes", backend_->name()));
+  }
+  check_held(page, "host_bytes");
+  return {static_cast<std::byte*>(backend_->page_address(page)), bytes_per_page_};
+}
+
+}  // namespace radixkv

@@ -1,0 +1,339 @@
+#include "radix/radix_tree.h"
+
+#include <fmt/format.h>
+#include <mimalloc.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+namespace radixkv {
+
+namespace {
+
+// Index of the first differing token among the first n, or n.
+uint32_t common_prefix(const TokenId* a, const TokenId* b, uint32_t n) {
+  if (std::memcmp(a, b, size_t{n} * sizeof(TokenId)) == 0) return n;
+  uint32_t i = 0;
+  while (a[i] == b[i]) ++i;
+  return i;
+}
+
+template <typename T>
+T* allocate_array(uint64_t count) {
+  auto* memory = static_cast<T*>(mi_malloc(count * sizeof(T)));
+  if (memory == nullptr) throw std::bad_alloc();
+  return memory;
+}
+
+}  // namespace
+
+// Where a key's walk from a root stops: `node` is the deepest node whose whole edge matched;
+// `partial`, when set, is its child whose edge matched only `partial_pages` leading pages.
+struct RadixTree::Cursor {
+  RadixNode* node = nullptr;
+  RadixNode* partial = nullptr;
+  uint32_t partial_pages = 0;
+  uint32_t tokens = 0;
+};
+
+RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
+    : pool_(pool),
+      policy_(std::move(policy)),
+      page_tokens_(pool.layout().page_tokens),
+      in_tree_(pool.capacity_pages(), false) {
+  if (!policy_) throw std::invalid_argument("RadixTree: an eviction policy is required");
+}
+
+RadixTree::~RadixTree() {
+  std::vector<RadixNode*> stack;
+  for (auto& [ns, root] : roots_) stack.push_back(root);
+  while (!stack.empty()) {
+    RadixNode* node = stack.back();
+    stack.pop_back();
+    node->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
+    if (policy_->contains(*node)) policy_->remove(*node);
+    for (PageId page : node->page_ids()) pool_.release(page);
+    destroy_node(node);
+  }
+}
+
+uint64_t RadixTree::hash_page(const TokenId* page) const {
+  return XXH3_64bits(page, size_t{page_tokens_} * sizeof(TokenId));
+}
+
+RadixNode* RadixTree::find_child(const RadixNode* node, const TokenId* page) const {
+  const size_t page_bytes = size_t{page_tokens_} * sizeof(TokenId);
+  return node->children_.find(hash_page(page), [&](const RadixNode* child) {
+    return std::memcmp(child->tokens_, page, page_bytes) == 0;
+  });
+}
+
+const RadixNode* RadixTree::find_root(Namespace ns) const {
+  const auto it = roots_.find(ns);
+  return it == roots_.end() ? nullptr : it->second;
+}
+
+RadixNode* RadixTree::root_for(Namespace ns) {
+  auto [it, inserted] = roots_.try_emplace(ns, nullptr);
+  if (inserted) {
+    try {
+      it->second = new_node(nullptr, ns, nullptr, nullptr, 0);
+    } catch (...) {
+      roots_.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+RadixTree::Cursor RadixTree::locate(const RadixNode* root, std::span<const TokenId> tokens,
+                                    std::vector<PageId>* pages) const {
+  const uint32_t usable = static_cast<uint32_t>(tokens.size() / page_tokens_ * page_tokens_);
+  Cursor cursor{const_cast<RadixNode*>(root)};
+  uint32_t pos = 0;
+  while (pos < usable) {
+    RadixNode* child = find_child(cursor.node, tokens.data() + pos);
+    if (child == nullptr) break;
+    const uint32_t edge = child->pages * page_tokens_;
+    const uint32_t comparable = std::min(edge, usable - pos);
+    // The first page is known equal; compare the rest and keep whole pages only.
+    const uint32_t same = page_tokens_ + common_prefix(child->tokens_ + page_tokens_,
+                                                       tokens.data() + pos + page_tokens_,
+                                                       comparable - page_tokens_);
+    const uint32_t same_pages = same / page_tokens_;
+    if (pages != nullptr) pages->insert(pages->end(), child->pages_, child->pages_ + same_pages);
+    pos += same_pages * page_tokens_;
+    if (same_pages < child->pages) {
+      cursor.partial = child;
+      cursor.partial_pages = same_pages;
+      break;
+    }
+    cursor.node = child;
+  }
+  cursor.tokens = pos;
+  return cursor;
+}
+
+MatchResult RadixTree::match(Namespace ns, std::span<const TokenId> tokens,
+                             std::vector<PageId>* pages, const AccessHint& hint) {
+  const Cursor cursor = locate(root_for(ns), tokens, pages);
+  RadixNode* end = cursor.partial ? split(cursor.partial, cursor.partial_pages) : cursor.node;
+  touch_path(end, hint);
+  return {cursor.tokens, end};
+}
+
+uint32_t RadixTree::peek(Namespace ns, std::span<const TokenId> tokens) const {
+  const RadixNode* root = find_root(ns);
+  return root == nullptr ? 0 : locate(root, tokens, nullptr).tokens;
+}
+
+InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
+                               std::span<const PageId> pages, const AccessHint& hint) {
+  const size_t whole_pages = tokens.size() / page_tokens_;
+  if (pages.size() != whole_pages) {
+    throw std::invalid_argument(fmt::format(
+        "RadixTree::insert: {} tokens make {} whole pages of {} tokens, but {} page ids were given",
+        tokens.size(), whole_pages, page_tokens_, pages.size()));
+  }
+  const RadixNode* existing_root = find_root(ns);
+  const Cursor found = existing_root ? locate(existing_root, tokens, nullptr) : Cursor{};
+  const uint32_t first_new = found.tokens / page_tokens_;
+  const std::span<const PageId> fresh = pages.subspan(first_new);
+
+  // Check every page the tree would take before changing anything. Marking them as we go also
+  // catches a page given twice; the marks are undone on error.
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    const PageId page = fresh[i];
+    std::string problem;
+    if (!pool_.contains(page)) {
+      problem = "is not in the pool";
+    } else if (pool_.refcount(page) == 0) {
+      problem = "is free: the caller must hold a reference";
+    } else if (in_tree_[page]) {
+      problem = "is already indexed by the tree (or given twice)";
+    }
+    if (!problem.empty()) {
+      for (size_t j = 0; j < i; ++j) in_tree_[fresh[j]] = false;
+      throw std::invalid_argument(
+          fmt::format("RadixTree::insert: page {} at index {} {}", page, first_new + i, problem));
+    }
+    in_tree_[page] = true;
+  }
+
+  RadixNode* root = root_for(ns);
+  Cursor cursor = existing_root ? found : Cursor{root};
+  RadixNode* end = cursor.partial ? split(cursor.partial, cursor.partial_pages) : cursor.node;
+  if (!fresh.empty()) {
+    RadixNode* leaf = new_node(end, ns, tokens.data() + size_t{first_new} * page_tokens_,
+                               fresh.data(), static_cast<uint32_t>(fresh.size()));
+    if (policy_->contains(*end)) policy_->remove(*end);  // no longer a leaf
+    end->children_.insert(leaf->first_page_hash_, leaf);
+    for (PageId page : fresh) pool_.retain(page);
+    cached_pages_ += fresh.size();
+    end = leaf;
+  }
+  touch_path(end, hint);
+  if (!fresh.empty()) policy_->add(*end);
+  return {found.tokens, static_cast<uint32_t>(fresh.size()), end};
+}
+
+RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* tokens,
+                               const PageId* pages, uint32_t num_pages) {
+  void* memory = mi_malloc(sizeof(RadixNode));
+  if (memory == nullptr) throw std::bad_alloc();
+  auto* node = new (memory) RadixNode();
+  node->parent_ = parent;
+  node->ns_ = ns;
+  node->inserted_at = clock_;
+  if (num_pages > 0) {
+    const uint64_t num_tokens = uint64_t{num_pages} * page_tokens_;
+    try {
+      node->tokens_ = allocate_array<TokenId>(num_tokens);
+      node->pages_ = allocate_array<PageId>(num_pages);
+    } catch (...) {
+      destroy_node(node);
+      throw;
+    }
+    std::memcpy(node->tokens_, tokens, num_tokens * sizeof(TokenId));
+    std::memcpy(node->pages_, pages, num_pages * sizeof(PageId));
+    node->pages = num_pages;
+    node->capacity_pages_ = num_pages;
+    node->first_page_hash_ = hash_page(node->tokens_);
+  }
+  if (parent != nullptr) {
+    node->prefix_pages = parent->prefix_pages + parent->pages;
+    ++stats_.nodes;
+  } else {
+    ++stats_.namespaces;
+  }
+  return node;
+}
+
+void RadixTree::destroy_node(RadixNode* node) {
+  if (node->parent_ != nullptr) {
+    --stats_.nodes;
+  } else {
+    --stats_.namespaces;
+  }
+  mi_free(node->tokens_);
+  mi_free(node->pages_);
+  node->~RadixNode();
+  mi_free(node);
+}
+
+RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
+  // The upper part becomes a new node; `node` keeps the lower part, so handles to it (locked by
+  // sequences) stay valid. The new node carries node's locks, since every lock that covered node
+  // covers its new parent too.
+  RadixNode* upper = new_node(node->parent_, node->ns_, node->tokens_, node->pages_, upper_pages);
+  upper->lock_count_ = node->lock_count_;
+  upper->last_access = node->last_access;
+  upper->inserted_at = node->inserted_at;
+  upper->hits = node->hits;
+  upper->priority = node->priority;
+  node->parent_->children_.replace(node->first_page_hash_, node, upper);
+
+  const uint32_t lower_pages = node->pages - upper_pages;
+  std::memmove(node->tokens_, node->tokens_ + size_t{upper_pages} * page_tokens_,
+               size_t{lower_pages} * page_tokens_ * sizeof(TokenId));
+  std::memmove(node->pages_, node->pages_ + upper_pages, size_t{lower_pages} * sizeof(PageId));
+  node->pages = lower_pages;
+  node->prefix_pages += upper_pages;
+  node->first_page_hash_ = hash_page(node->tokens_);
+  node->parent_ = upper;
+  upper->children_.insert(node->first_page_hash_, node);
+  ++stats_.splits;
+  return upper;
+}
+
+void RadixTree::touch_path(RadixNode* node, const AccessHint& hint) {
+  const uint64_t tick = ++clock_;
+  for (RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent_) {
+    x->last_access = tick;
+    ++x->hits;
+    x->priority = hint.priority;
+    policy_->on_access(*x, hint);
+  }
+}
+
+void RadixTree::check_node(const RadixNode* node, const char* operation) const {
+  if (node == nullptr) {
+    throw std::invalid_argument(fmt::format("RadixTree::{}: null node handle", operation));
+  }
+}
+
+void RadixTree::lock(RadixNode* node) {
+  check_node(node, "lock");
+  for (RadixNode* x = node; x != nullptr; x = x->parent_) {
+    if (x->lock_count_++ == 0) {
+      protected_pages_ += x->pages;
+      if (policy_->contains(*x)) policy_->remove(*x);
+    }
+  }
+}
+
+void RadixTree::unlock(RadixNode* node) {
+  check_node(node, "unlock");
+  if (node->lock_count_ == 0) {
+    throw std::logic_error(fmt::format(
+        "RadixTree::unlock: node at depth {} pages (ns {}) is not locked (lock count 0)",
+        node->prefix_pages, node->ns_));
+  }
+  for (RadixNode* x = node; x != nullptr; x = x->parent_) {
+    if (--x->lock_count_ == 0) {
+      protected_pages_ -= x->pages;
+      if (evictable(x)) policy_->add(*x);
+    }
+  }
+}
+
+void RadixTree::remove_leaf(RadixNode* node) {
+  policy_->remove(*node);
+  RadixNode* parent = node->parent_;
+  parent->children_.erase(node->first_page_hash_, node);
+  destroy_node(node);
+  ++stats_.evicted_nodes;
+  if (evictable(parent)) policy_->add(*parent);
+}
+
+void RadixTree::erase_leaf(RadixNode* node) {
+  check_node(node, "erase_leaf");
+  if (!evictable(node)) {
+    throw std::logic_error(fmt::format(
+        "RadixTree::erase_leaf: node is not an evictable leaf (root: {}, children: {}, locks: {})",
+        node->is_root(), node->num_children(), node->lock_count_));
+  }
+  for (PageId page : node->page_ids()) {
+    in_tree_[page] = false;
+    pool_.release(page);
+  }
+  cached_pages_ -= node->pages;
+  node->pages = 0;
+  remove_leaf(node);
+}
+
+uint64_t RadixTree::evict_pages(uint64_t n) {
+  uint64_t released = 0;
+  while (released < n) {
+    EvictionEntry* entry = policy_->victim();
+    if (entry == nullptr) break;
+    auto* leaf = static_cast<RadixNode*>(entry);
+    const auto take = static_cast<uint32_t>(std::min<uint64_t>(n - released, leaf->pages));
+    // Take pages from the tail: the leaf keeps its first page, so its key among siblings holds.
+    for (uint32_t i = leaf->pages - take; i < leaf->pages; ++i) {
+      in_tree_[leaf->pages_[i]] = false;
+      pool_.release(leaf->pages_[i]);
+    }
+    leaf->pages -= take;
+    cached_pages_ -= take;
+    released += take;
+    if (leaf->pages == 0) remove_leaf(leaf);
+  }
+  stats_.evicted_pages += released;
+  return released;
+}
+
+}  // namespace radixkv

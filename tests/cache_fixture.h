@@ -1,0 +1,63 @@
+// Shared by the core tests: a pool and a tree over it, and the page accounting check of
+// shared/DESIGN.md ("capacity = free + cached + private").
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "radix/radix_tree.h"
+
+namespace radixkv::testing {
+
+inline std::vector<TokenId> iota_tokens(size_t n, TokenId first = 0) {
+  std::vector<TokenId> tokens(n);
+  std::iota(tokens.begin(), tokens.end(), first);
+  return tokens;
+}
+
+struct CacheFixture {
+  explicit CacheFixture(uint32_t page_tokens, uint32_t capacity_pages = 256,
+                        std::string_view policy = "lru")
+      : pool(KvLayout{1, 1, 4, 2, page_tokens}, capacity_pages),
+        tree(pool, make_policy(policy)) {}
+
+  // Allocates pages for `tokens` as a sequence would, inserts them, and drops the sequence's own
+  // references, as a finished request does. Returns the insert's result.
+  InsertResult cache(std::span<const TokenId> tokens, Namespace ns = 0) {
+    std::vector<PageId> pages;
+    const auto n = static_cast<uint32_t>(tokens.size() / tree.page_tokens());
+    REQUIRE(pool.allocate(n, pages));
+    const InsertResult result = tree.insert(ns, tokens, pages);
+    pool.release(pages);
+    return result;
+  }
+
+  // Every page's refcount equals the tree's reference plus the references in `held`; the free
+  // list holds exactly the pages nobody references; verify() passes.
+  void check(const std::vector<std::vector<PageId>>& held = {}) const {
+    tree.verify();
+    std::vector<uint32_t> expected(pool.capacity_pages(), 0);
+    for (PageId p = 0; p < pool.capacity_pages(); ++p) expected[p] = tree.indexes_page(p) ? 1 : 0;
+    uint64_t private_pages = 0;
+    for (const auto& pages : held) {
+      for (PageId p : pages) {
+        if (expected[p] == 0) ++private_pages;
+        ++expected[p];
+      }
+    }
+    uint64_t free_pages = 0;
+    for (PageId p = 0; p < pool.capacity_pages(); ++p) {
+      REQUIRE_MESSAGE(pool.refcount(p) == expected[p], "page ", p);
+      free_pages += expected[p] == 0 ? 1 : 0;
+    }
+    CHECK(free_pages == pool.free_pages());
+    CHECK(pool.capacity_pages() == pool.free_pages() + tree.cached_pages() + private_pages);
+  }
+
+  PagePool pool;
+  RadixTree tree;
+};
+
+}  // namespace radixkv::testing

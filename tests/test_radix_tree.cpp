@@ -1,0 +1,200 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "tests/cache_fixture.h"
+
+using namespace radixkv;
+using radixkv::testing::CacheFixture;
+using radixkv::testing::iota_tokens;
+
+namespace {
+
+// A key of `pages` whole pages whose tokens start at `first`.
+std::vector<TokenId> key(uint32_t page_tokens, uint32_t pages, TokenId first = 0) {
+  return iota_tokens(size_t{page_tokens} * pages, first);
+}
+
+}  // namespace
+
+TEST_CASE("insert, match, partial match and split at page sizes 1, 2 and 16") {
+  for (uint32_t P : {1u, 2u, 16u}) {
+    CAPTURE(P);
+    CacheFixture f(P);
+    const auto a = key(P, 6);
+    f.cache(a);
+    f.check();
+
+    std::vector<PageId> pages;
+    // Whole key, plus a ragged tail that is not a whole page: only whole pages match.
+    auto longer = a;
+    longer.push_back(999);
+    MatchResult m = f.tree.match(0, longer, &pages);
+    CHECK(m.tokens == 6 * P);
+    CHECK(pages.size() == 6);
+    CHECK(std::equal(pages.begin(), pages.end(), m.node->page_ids().begin()));
+
+    // Diverge in the middle of the fourth page: three pages match and the edge splits there.
+    auto branch = a;
+    branch[3 * P + P / 2] = -7;
+    pages.clear();
+    m = f.tree.match(0, branch, &pages);
+    CHECK(m.tokens == 3 * P);
+    CHECK(pages.size() == 3);
+    CHECK(m.node->num_pages() == 3);
+    CHECK(m.node->num_children() == 1);
+    CHECK(f.tree.stats().splits == 1);
+    f.check();
+
+    // Insert the branch: three pages are cached already, the other three become a sibling leaf.
+    std::vector<PageId> fresh;
+    REQUIRE(f.pool.allocate(6, fresh));
+    const InsertResult r = f.tree.insert(0, branch, fresh);
+    CHECK(r.cached_tokens == 3 * P);
+    CHECK(r.new_pages == 3);
+    CHECK(m.node->num_children() == 2);
+    // The tree kept its own pages for the cached part: the caller's duplicates are not indexed.
+    for (int i = 0; i < 3; ++i) CHECK_FALSE(f.tree.indexes_page(fresh[i]));
+    for (int i = 3; i < 6; ++i) CHECK(f.tree.indexes_page(fresh[i]));
+    f.check({fresh});
+    f.pool.release(fresh);
+    f.check();
+    CHECK(f.tree.peek(0, branch) == 6 * P);
+    CHECK(f.tree.peek(0, a) == 6 * P);
+    CHECK(f.tree.cached_pages() == 9);
+  }
+}
+
+TEST_CASE("a key shorter than one page matches and caches nothing") {
+  CacheFixture f(16);
+  const auto a = key(16, 2);
+  f.cache(a);
+  const std::vector<TokenId> short_key(a.begin(), a.begin() + 15);
+  CHECK(f.tree.match(0, short_key).tokens == 0);
+  CHECK(f.cache(short_key).new_pages == 0);
+  CHECK(f.tree.cached_pages() == 2);
+  f.check();
+}
+
+TEST_CASE("namespaces never share nodes") {
+  CacheFixture f(2);
+  const auto a = key(2, 4);
+  f.cache(a, /*ns=*/1);
+  CHECK(f.tree.peek(1, a) == 8);
+  CHECK(f.tree.peek(2, a) == 0);
+  CHECK(f.tree.match(2, a).tokens == 0);
+  const InsertResult r = f.cache(a, 2);
+  CHECK(r.cached_tokens == 0);
+  CHECK(r.new_pages == 4);
+  CHECK(f.tree.cached_pages() == 8);
+  f.check();
+}
+
+TEST_CASE("inserting a cached prefix returns its length and keeps the tree's pages") {
+  CacheFixture f(4);
+  const auto a = key(4, 5);
+  f.cache(a);
+  std::vector<PageId> canonical;
+  f.tree.match(0, a, &canonical);
+  std::vector<PageId> duplicate;
+  REQUIRE(f.pool.allocate(5, duplicate));
+  const InsertResult r = f.tree.insert(0, a, duplicate);
+  CHECK(r.cached_tokens == 20);
+  CHECK(r.new_pages == 0);
+  std::vector<PageId> after;
+  f.tree.match(0, a, &after);
+  CHECK(after == canonical);
+  f.check({duplicate});
+  f.pool.release(duplicate);
+  f.check();
+}
+
+TEST_CASE("locks move pages between evictable and protected and back") {
+  CacheFixture f(2);
+  const auto a = key(2, 4);
+  auto b = a;
+  b[5] = -1;  // diverges in page 2: shares two pages with a
+  f.cache(a);
+  f.cache(b);
+  CHECK(f.tree.cached_pages() == 6);
+  CHECK(f.tree.evictable_pages() == 6);
+  MatchResult m = f.tree.match(0, b);
+  f.tree.lock(m.node);
+  CHECK(f.tree.protected_pages() == 4);  // b's own two pages and the shared two
+  CHECK(f.tree.evictable_pages() == 2);
+  CHECK(f.tree.evictable_leaves() == 1);
+  f.check();
+  // Eviction can only take a's private tail while b is locked.
+  CHECK(f.tree.evict_pages(100) == 2);
+  CHECK(f.tree.cached_pages() == 4);
+  CHECK(f.tree.peek(0, b) == 8);
+  f.tree.unlock(m.node);
+  CHECK(f.tree.protected_pages() == 0);
+  CHECK(f.tree.evictable_pages() == 4);
+  f.check();
+}
+
+TEST_CASE("eviction follows LRU, takes pages from the tail, and then offers the parent") {
+  CacheFixture f(1);
+  const std::vector<TokenId> stem{1, 2, 3};
+  std::vector<TokenId> x = stem, y = stem;
+  x.insert(x.end(), {10, 11});
+  y.insert(y.end(), {20, 21});
+  f.cache(x);
+  f.cache(y);
+  f.tree.match(0, x);  // x is now the most recent; y is the LRU leaf
+
+  CHECK(f.tree.evict_pages(1) == 1);  // y's last page
+  CHECK(f.tree.peek(0, y) == 4);
+  CHECK(f.tree.evict_pages(1) == 1);  // y's remaining page: y's node is gone
+  CHECK(f.tree.peek(0, y) == 3);
+  CHECK(f.tree.peek(0, x) == 5);
+  f.check();
+  // Now x is the only leaf; then the stem becomes a leaf and goes last.
+  CHECK(f.tree.evict_pages(2) == 2);
+  CHECK(f.tree.peek(0, x) == 3);
+  CHECK(f.tree.evictable_leaves() == 1);
+  CHECK(f.tree.evict_pages(10) == 3);
+  CHECK(f.tree.cached_pages() == 0);
+  CHECK(f.pool.free_pages() == f.pool.capacity_pages());
+  f.check();
+}
+
+TEST_CASE("a parent that becomes a leaf is ordered by its own last access") {
+  CacheFixture f(1);
+  f.cache(std::vector<TokenId>{1, 2});      // t1: stem [1] with child [2]
+  f.cache(std::vector<TokenId>{7});         // t2: another leaf
+  f.cache(std::vector<TokenId>{1, 3});      // t3: the stem [1] is touched again
+  f.tree.match(0, std::vector<TokenId>{7});  // t4: [7] is newer than the stem
+  // Evict [2] (oldest), then [3]: the stem becomes a leaf stamped t3, older than [7] at t4.
+  CHECK(f.tree.evict_pages(2) == 2);
+  CHECK(f.tree.peek(0, std::vector<TokenId>{1}) == 1);
+  CHECK(f.tree.evict_pages(1) == 1);
+  CHECK(f.tree.peek(0, std::vector<TokenId>{1}) == 0);
+  CHECK(f.tree.peek(0, std::vector<TokenId>{7}) == 1);
+  f.check();
+}
+
+TEST_CASE("erase_leaf removes an evictable leaf and refuses anything else") {
+  CacheFixture f(2);
+  f.cache(key(2, 3));
+  f.cache(key(2, 2, 100));
+  MatchResult m = f.tree.match(0, key(2, 3));
+  f.tree.lock(m.node);
+  CHECK_THROWS_AS(f.tree.erase_leaf(m.node), std::logic_error);
+  f.tree.unlock(m.node);
+  f.tree.erase_leaf(m.node);
+  CHECK(f.tree.peek(0, key(2, 3)) == 0);
+  CHECK(f.tree.cached_pages() == 2);
+  f.check();
+}
+
+TEST_CASE("dump lists every node") {
+  CacheFixture f(1);
+  f.cache(std::vector<TokenId>{1, 2, 3});
+  f.cache(std::vector<TokenId>{1, 2, 9});
+  const std::string text = f.tree.dump();
+  CHECK(text.find("[1 2]") != std::string::npos);
+  CHECK(text.find("[3]") != std::string::npos);
+  CHECK(text.find("[9]") != std::string::npos);
+}
