@@ -125,9 +125,10 @@ MatchResult RadixTree::match(Namespace ns, std::span<const TokenId> tokens,
   return {cursor.tokens, end};
 }
 
-uint32_t RadixTree::peek(Namespace ns, std::span<const TokenId> tokens) const {
+uint32_t RadixTree::peek(Namespace ns, std::span<const TokenId> tokens,
+                         std::vector<PageId>* pages) const {
   const RadixNode* root = find_root(ns);
-  return root == nullptr ? 0 : locate(root, tokens, nullptr).tokens;
+  return root == nullptr ? 0 : locate(root, tokens, pages).tokens;
 }
 
 InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,

@@ -72,8 +72,10 @@ class RadixTree final : public Evictor {
   // `pages`, when given, gets the matched page ids appended (reserve it to avoid allocating).
   MatchResult match(Namespace ns, std::span<const TokenId> tokens,
                     std::vector<PageId>* pages = nullptr, const AccessHint& hint = {});
-  // Length of the longest cached prefix, with no side effect at all (no touch, no split).
-  uint32_t peek(Namespace ns, std::span<const TokenId> tokens) const;
+  // Length of the longest cached prefix, with no side effect at all (no touch, no split); `pages`,
+  // when given, gets its page ids appended.
+  uint32_t peek(Namespace ns, std::span<const TokenId> tokens,
+                std::vector<PageId>* pages = nullptr) const;
   // pages.size() must equal tokens.size() / page_tokens (after the cut to whole pages).
   InsertResult insert(Namespace ns, std::span<const TokenId> tokens, std::span<const PageId> pages,
                       const AccessHint& hint = {});
