@@ -185,6 +185,7 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
                                const PageId* pages, uint32_t num_pages) {
   void* memory = mi_malloc(sizeof(RadixNode));
   if (memory == nullptr) throw std::bad_alloc();
+  ++stats_.heap_allocations;
   auto* node = new (memory) RadixNode();
   node->parent_ = parent;
   node->ns_ = ns;
@@ -193,7 +194,9 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
     const uint64_t num_tokens = uint64_t{num_pages} * page_tokens_;
     try {
       node->tokens_ = allocate_array<TokenId>(num_tokens);
+      ++stats_.heap_allocations;
       node->pages_ = allocate_array<PageId>(num_pages);
+      ++stats_.heap_allocations;
     } catch (...) {
       destroy_node(node);
       throw;

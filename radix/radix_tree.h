@@ -57,6 +57,9 @@ struct TreeStats {
   uint64_t splits = 0;
   uint64_t evicted_pages = 0;
   uint64_t evicted_nodes = 0;
+  // mimalloc allocations for nodes and their edge arrays, splits included (child tables, which grow
+  // only on insert, are not counted). bench/ reads it to show that the match path never allocates.
+  uint64_t heap_allocations = 0;
 };
 
 class RadixTree final : public Evictor {
