@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what radixkv needs (Debian 12; skipped when already there), then configures and builds.
+#   BUILD_DIR    build folder (default: build)
+#   BUILD_TYPE   CMake build type (default: Release)
+#   CMAKE_ARGS   extra configure arguments, e.g. "-DRADIXKV_WERROR=ON"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(g++ cmake make libboost-dev libmimalloc-dev libfmt-dev doctest-dev libbenchmark-dev
+          libxxhash-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "radixkv: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build_dir=${BUILD_DIR:-build}
+# shellcheck disable=SC2086
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"
