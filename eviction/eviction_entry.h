@@ -21,6 +21,10 @@ inline constexpr int32_t kDefaultPriority = 35;
 // What the caller knows about one access (a match or an insert along a path).
 struct AccessHint {
   int32_t priority = kDefaultPriority;
+  // Time of the access on the caller's clock, in seconds (a trace's arrival time). Only policies
+  // with a notion of duration read it (the priority policy's retention); callers that have no
+  // clock leave it at 0, and such policies then see time stand still.
+  double now = 0.0;
 };
 
 struct EvictionEntry {

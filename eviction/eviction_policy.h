@@ -34,8 +34,17 @@ class EvictionPolicy {
   virtual std::size_t size() const = 0;
 };
 
-// Builds a policy by name; throws std::invalid_argument listing the known names otherwise.
-std::unique_ptr<EvictionPolicy> make_policy(std::string_view name);
+// Builds a policy from a spec "NAME" or "NAME:key=value,key=value" (values are numbers; "inf"
+// is accepted). Names and parameters, defaults in brackets:
+//   lru, lfu, fifo, sieve          no parameters
+//   priority:retention=SECONDS     seconds a priority holds after its access on the caller's
+//                                  clock (AccessHint::now) before it falls back to 35 [inf]
+//   slru:protected=FRACTION        share of linked entries the protected segment may hold [0.8]
+//   gdsf:depth_pages=PAGES         depth at which attention doubles a page's prefill cost [1024]
+// Throws std::invalid_argument naming the spec and what is wrong: an unknown name (listing the
+// known ones), an unknown parameter, a value that is not a number or is out of range.
+std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec);
+// The names make_policy() knows, each usable alone with default parameters.
 std::vector<std::string_view> policy_names();
 
 }  // namespace radixkv

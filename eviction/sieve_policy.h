@@ -1,0 +1,39 @@
+// SievePolicy: SIEVE (Zhang et al., NSDI'24), adapted to leaf-only eviction.
+//
+// SIEVE keeps objects in insertion order with one "visited" bit each; a hit only sets the bit
+// (nothing moves). A hand sweeps from the oldest towards the newest: a visited entry has its bit
+// cleared and survives, the first unvisited one is the victim, and the hand stays there, wrapping
+// around to the oldest at the end.
+//
+// Leaf-only: only linked (evictable) entries are in the queue and the hand passes only them.
+// Queue position = creation time (rank = inserted_at), so a leaf unpinned after a request, or a
+// parent that becomes a leaf, takes back the place its age gives it instead of jumping to the new
+// end (which would turn every hit into an LRU move). visited is set by any access after creation
+// (hits >= 2), linked or not, so an inner node that was used joins with its bit set. The hand is
+// kept as a rank, so removing the entry under it needs no care: the next victim() resumes at the
+// first entry at or after it. O(log n) to find the hand, O(1) amortised per cleared bit.
+#pragma once
+
+#include <cstdint>
+
+#include "eviction/ordered_policy.h"
+
+namespace radixkv {
+
+class SievePolicy final : public OrderedPolicy<ByRank> {
+ public:
+  std::string_view name() const override { return "sieve"; }
+  void add(EvictionEntry& entry) override {
+    entry.rank = entry.inserted_at;
+    link(entry);
+  }
+  void on_access(EvictionEntry& entry, const AccessHint&) override {
+    if (entry.hits >= 2) entry.visited = true;
+  }
+  EvictionEntry* victim() override;
+
+ private:
+  uint64_t hand_ = 0;  // rank the sweep resumes at
+};
+
+}  // namespace radixkv
