@@ -1,0 +1,311 @@
+#include "runtime/prefix_cache_runtime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace radixkv {
+
+namespace {
+
+CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
+  BudgetConfig budget{config.cache_bytes, config.high_watermark, config.low_watermark};
+  if (budget.cache_bytes == 0) budget.cache_bytes = pool.capacity_bytes();
+  return CacheBudget(budget, pool.bytes_per_page());
+}
+
+uint32_t pages_for_tokens(uint64_t tokens, uint32_t page_tokens) {
+  return static_cast<uint32_t>((tokens + page_tokens - 1) / page_tokens);
+}
+
+}  // namespace
+
+std::string_view to_string(SeqState state) {
+  switch (state) {
+    case SeqState::kRunning:
+      return "running";
+    case SeqState::kFinished:
+      return "finished";
+    case SeqState::kAborted:
+      return "aborted";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(RuntimeStatus status) {
+  switch (status) {
+    case RuntimeStatus::kOk:
+      return "ok";
+    case RuntimeStatus::kNoSpace:
+      return "no space";
+    case RuntimeStatus::kTooLarge:
+      return "too large for the pool";
+  }
+  return "unknown";
+}
+
+PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config)
+    : pool_(pool),
+      page_tokens_(pool.layout().page_tokens),
+      tree_(pool, make_policy(config.policy)),
+      allocator_(pool, tree_, make_budget(pool, config)) {}
+
+PrefixCacheRuntime::~PrefixCacheRuntime() {
+  // The tree refuses to die with locks held; sequences give theirs back first.
+  for (Sequence& s : slots_) {
+    if (s.state == SeqState::kRunning) release_sequence(s, SeqState::kAborted);
+  }
+}
+
+Sequence& PrefixCacheRuntime::live(SeqHandle seq, const char* operation) {
+  return const_cast<Sequence&>(std::as_const(*this).live(seq, operation));
+}
+
+const Sequence& PrefixCacheRuntime::live(SeqHandle seq, const char* operation) const {
+  if (seq.slot >= slots_.size() || seq.generation == 0 ||
+      seq.generation > slots_[seq.slot].generation) {
+    throw std::logic_error(fmt::format("PrefixCacheRuntime::{}: sequence {}/{} was never admitted",
+                                       operation, seq.slot, seq.generation));
+  }
+  const Sequence& s = slots_[seq.slot];
+  if (s.generation != seq.generation) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::{}: sequence {}/{} has ended (finished or aborted) and its slot now "
+        "serves another request",
+        operation, seq.slot, seq.generation));
+  }
+  if (s.state != SeqState::kRunning) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::{}: sequence {}/{} (request {}) is already {}; its handle cannot be "
+        "used any more",
+        operation, seq.slot, seq.generation, s.request_id, to_string(s.state)));
+  }
+  return s;
+}
+
+bool PrefixCacheRuntime::is_live(SeqHandle seq) const {
+  return seq.slot < slots_.size() && seq.generation != 0 &&
+         slots_[seq.slot].generation == seq.generation &&
+         slots_[seq.slot].state == SeqState::kRunning;
+}
+
+std::optional<SeqState> PrefixCacheRuntime::state(SeqHandle seq) const {
+  if (seq.slot >= slots_.size() || seq.generation == 0 ||
+      slots_[seq.slot].generation != seq.generation) {
+    return std::nullopt;
+  }
+  return slots_[seq.slot].state;
+}
+
+SequenceView PrefixCacheRuntime::view(SeqHandle seq) const { return live(seq, "view").view(); }
+
+AdmitResult PrefixCacheRuntime::admit(const Request& request) {
+  const size_t len = request.prompt.size();
+  if (len == 0) {
+    throw std::invalid_argument(
+        fmt::format("PrefixCacheRuntime::admit: request {} has an empty prompt", request.id));
+  }
+  if (len > std::numeric_limits<int32_t>::max()) {
+    throw std::invalid_argument(
+        fmt::format("PrefixCacheRuntime::admit: request {} has {} prompt tokens, more than 2^31-1",
+                    request.id, len));
+  }
+  if (request.priority < kMinPriority || request.priority > kMaxPriority) {
+    throw std::invalid_argument(
+        fmt::format("PrefixCacheRuntime::admit: request {} has priority {}, outside [{}, {}]",
+                    request.id, request.priority, kMinPriority, kMaxPriority));
+  }
+  AdmitResult result;
+  const uint32_t total_pages = pages_for_tokens(len, page_tokens_);
+  if (total_pages > pool_.capacity_pages()) {
+    result.status = RuntimeStatus::kTooLarge;
+    result.short_pages = total_pages - pool_.capacity_pages();
+    ++stats_.admit_too_large;
+    return result;
+  }
+
+  // Take a slot before touching the tree, so a refusal only has to hand it back.
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Sequence& s = slots_[slot];
+  s.block_table.clear();
+  s.block_table.reserve(total_pages);
+
+  // The last prompt token is always computed: match no further than the last page boundary
+  // strictly below the prompt length.
+  const size_t cut = (len - 1) / page_tokens_ * page_tokens_;
+  const AccessHint hint{request.priority};
+  const MatchResult match =
+      tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint);
+  // Lock before allocating: the allocation below may evict, and must not take the match.
+  tree_.lock(match.node);
+  for (PageId page : s.block_table) pool_.retain(page);
+  const uint32_t matched_pages = static_cast<uint32_t>(s.block_table.size());
+
+  const AllocResult alloc = allocator_.allocate(total_pages - matched_pages, s.block_table);
+  result.evicted_pages = alloc.evicted_pages;
+  stats_.evicted_pages += alloc.evicted_pages;
+  if (!alloc.ok()) {
+    pool_.release(s.block_table);
+    s.block_table.clear();
+    tree_.unlock(match.node);
+    free_slots_.push_back(slot);
+    result.status = RuntimeStatus::kNoSpace;
+    result.short_pages = alloc.short_pages;
+    ++stats_.admit_no_space;
+    return result;
+  }
+
+  s.request_id = request.id;
+  s.name_space = request.name_space;
+  s.priority = request.priority;
+  ++s.generation;
+  s.state = SeqState::kRunning;
+  s.prompt_tokens = static_cast<uint32_t>(len);
+  s.reused_tokens = match.tokens;
+  s.computed_tokens = match.tokens;
+  s.committed_pages = matched_pages;
+  s.locked = match.node;
+  s.tokens.assign(request.prompt.begin(), request.prompt.end());
+  ++live_;
+
+  ++stats_.admits;
+  stats_.prompt_tokens += len;
+  stats_.reused_tokens += match.tokens;
+  stats_.prefill_tokens += len - match.tokens;
+
+  result.seq = {slot, s.generation};
+  result.reused_tokens = match.tokens;
+  result.position_offset = match.tokens;
+  result.block_table = s.block_table;
+  return result;
+}
+
+ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
+  Sequence& s = live(seq, "append_token");
+  ExtendResult result;
+  if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
+    const AllocResult alloc = allocator_.allocate(1, s.block_table);
+    result.evicted_pages = alloc.evicted_pages;
+    stats_.evicted_pages += alloc.evicted_pages;
+    if (!alloc.ok()) {
+      result.status = RuntimeStatus::kNoSpace;
+      ++stats_.extend_no_space;
+      return result;
+    }
+    result.new_page = true;
+  }
+  s.tokens.push_back(token);
+  ++stats_.decode_tokens;
+  return result;
+}
+
+void PrefixCacheRuntime::check_computed(const Sequence& s, uint32_t computed_tokens,
+                                        const char* operation) const {
+  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens.size()) {
+    throw std::invalid_argument(fmt::format(
+        "PrefixCacheRuntime::{}: request {} cannot have {} computed tokens: it has {} already and "
+        "{} tokens in all",
+        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens.size()));
+  }
+}
+
+void PrefixCacheRuntime::mark_computed(SeqHandle seq, uint32_t computed_tokens) {
+  Sequence& s = live(seq, "mark_computed");
+  check_computed(s, computed_tokens, "mark_computed");
+  s.computed_tokens = computed_tokens;
+}
+
+CommitResult PrefixCacheRuntime::commit(SeqHandle seq, uint32_t computed_tokens) {
+  Sequence& s = live(seq, "commit");
+  check_computed(s, computed_tokens, "commit");
+  s.computed_tokens = computed_tokens;
+  const CommitResult result = insert_computed(s);
+  if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();
+  return result;
+}
+
+CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
+  CommitResult result;
+  const uint32_t full_pages = s.computed_tokens / page_tokens_;
+  if (full_pages <= s.committed_pages) return result;
+
+  const std::span<const TokenId> key(s.tokens.data(), size_t{full_pages} * page_tokens_);
+  const InsertResult inserted =
+      tree_.insert(s.name_space, key, std::span<const PageId>(s.block_table).first(full_pages),
+                   AccessHint{s.priority});
+  result.new_pages = inserted.new_pages;
+
+  // Pages [committed_pages, cached_pages) were computed by this sequence while another one put
+  // the same prefix in the tree. Walk up from the key's end node to find the tree's pages there,
+  // switch the block table to them, and only then release the duplicates.
+  const uint32_t cached_pages = inserted.cached_tokens / page_tokens_;
+  scratch_pages_.clear();
+  uint32_t end = full_pages;  // the walked node covers pages [end - node pages, end)
+  for (const RadixNode* x = inserted.node; end > s.committed_pages && !x->is_root();
+       x = x->parent()) {
+    const uint32_t begin = end - x->num_pages();
+    for (uint32_t i = std::max(begin, s.committed_pages); i < std::min(end, cached_pages); ++i) {
+      const PageId canonical = x->page_ids()[i - begin];
+      if (s.block_table[i] == canonical) continue;
+      pool_.retain(canonical);
+      scratch_pages_.push_back(s.block_table[i]);
+      s.block_table[i] = canonical;
+    }
+    end = begin;
+  }
+  pool_.release(scratch_pages_);
+  result.duplicate_pages = static_cast<uint32_t>(scratch_pages_.size());
+
+  // Move the lock to the new end: lock first, so the shared ancestors never drop to zero.
+  tree_.lock(inserted.node);
+  tree_.unlock(s.locked);
+  s.locked = inserted.node;
+  s.committed_pages = full_pages;
+  stats_.committed_pages += result.new_pages;
+  stats_.duplicate_pages += result.duplicate_pages;
+  return result;
+}
+
+CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
+  Sequence& s = live(seq, "finish");
+  const CommitResult result = insert_computed(s);
+  release_sequence(s, SeqState::kFinished);
+  ++stats_.finishes;
+  if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();
+  return result;
+}
+
+void PrefixCacheRuntime::abort(SeqHandle seq) {
+  Sequence& s = live(seq, "abort");
+  release_sequence(s, SeqState::kAborted);
+  ++stats_.aborts;
+}
+
+void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
+  tree_.unlock(s.locked);
+  pool_.release(s.block_table);
+  s.block_table.clear();
+  s.tokens.clear();
+  s.locked = nullptr;
+  s.state = end_state;
+  --live_;
+  free_slots_.push_back(static_cast<uint32_t>(&s - slots_.data()));
+}
+
+uint64_t PrefixCacheRuntime::evict(uint64_t pages) {
+  const uint64_t released = tree_.evict_pages(pages);
+  stats_.evicted_pages += released;
+  return released;
+}
+
+}  // namespace radixkv

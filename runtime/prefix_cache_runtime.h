@@ -1,0 +1,163 @@
+// PrefixCacheRuntime: the adapter a batch scheduler calls (shared/DESIGN.md, "The runtime
+// adapter"). It owns the radix tree and the budgeted allocator over a caller-provided PagePool and
+// tracks every live sequence (runtime/sequence.h).
+//
+// Life of a request, with P = page_tokens:
+//   admit(request)    matches the prompt cut to floor((len-1)/P)*P, locks the match, shares its
+//                     pages, allocates private pages for the rest. position_offset == reused
+//                     tokens: the model computes positions offset .. len-1, never restarting at 0.
+//   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
+//                     full pages of that prefix into the tree, switches the block table to the
+//                     tree's canonical pages where the tree already had them, then releases the
+//                     duplicates, in that order; moves the lock to the new end (lock new, unlock
+//                     old); evicts down to the low watermark if cached pages passed the high one.
+//   mark_computed(h, n) records n without touching the tree (decode steps).
+//   append_token(h, t) decode: appends a sampled token, allocating a page when the last is full.
+//   finish(h)         caches the full pages of prompt + generated tokens that have KV computed
+//                     (the last sampled token usually has none and is dropped), unlocks, releases
+//                     every reference of the sequence. The handle is dead afterwards.
+//   abort(h)          unlocks and releases without caching anything not committed before.
+//
+// Memory pressure: admit and append_token evict cache pages to make room; when nothing more is
+// evictable they return kNoSpace with nothing allocated, locked or leaked, so the scheduler can
+// wait or preempt (abort/finish another sequence) and retry. kTooLarge means even an empty cache
+// could not hold the request: waiting will not help.
+//
+// Errors: a dead, stale or unknown handle throws std::logic_error naming the sequence and what
+// happened to it (a second finish is one). Bad arguments (empty prompt, priority outside
+// [kMinPriority, kMaxPriority], computed counts out of range) throw std::invalid_argument before
+// anything changes.
+//
+// Page accounting: every page's refcount == (tree indexes it) + (live block tables holding it);
+// capacity == free + cached + private. check_accounting() verifies it.
+//
+// Destruction aborts every live sequence, then releases the tree. Not thread-safe: one scheduler
+// thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "eviction/cache_budget.h"
+#include "radix/radix_tree.h"
+#include "runtime/sequence.h"
+
+namespace radixkv {
+
+struct RuntimeConfig {
+  uint64_t cache_bytes = 0;  // budget of cached pages; 0 means the whole pool
+  double high_watermark = 0.95;
+  double low_watermark = 0.85;
+  std::string policy = "lru";
+};
+
+struct Request {
+  uint64_t id = 0;  // the caller's label, used in error messages; need not be unique
+  Namespace name_space = 0;
+  std::span<const TokenId> prompt;
+  int32_t priority = kDefaultPriority;
+};
+
+enum class RuntimeStatus : uint8_t { kOk, kNoSpace, kTooLarge };
+std::string_view to_string(RuntimeStatus status);
+
+struct AdmitResult {
+  RuntimeStatus status = RuntimeStatus::kOk;
+  SeqHandle seq;                        // valid only when ok()
+  uint32_t reused_tokens = 0;           // KV taken from the cache
+  uint32_t position_offset = 0;         // first position to compute; == reused_tokens
+  std::span<const PageId> block_table;  // valid until the sequence changes
+  uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
+  uint64_t short_pages = 0;             // when refused: pages still missing
+  bool ok() const { return status == RuntimeStatus::kOk; }
+};
+
+struct ExtendResult {
+  RuntimeStatus status = RuntimeStatus::kOk;
+  bool new_page = false;  // a page was allocated for the token
+  uint64_t evicted_pages = 0;
+  bool ok() const { return status == RuntimeStatus::kOk; }
+};
+
+struct CommitResult {
+  uint32_t new_pages = 0;        // pages the tree took from this sequence
+  uint32_t duplicate_pages = 0;  // pages the tree already had: switched and released
+};
+
+struct RuntimeStats {
+  uint64_t admits = 0;
+  uint64_t admit_no_space = 0;
+  uint64_t admit_too_large = 0;
+  uint64_t extend_no_space = 0;
+  uint64_t finishes = 0;
+  uint64_t aborts = 0;
+  uint64_t prompt_tokens = 0;    // over admitted requests
+  uint64_t reused_tokens = 0;    // prompt tokens served from the cache
+  uint64_t prefill_tokens = 0;   // prompt tokens to compute: prompt - reused
+  uint64_t decode_tokens = 0;    // tokens appended by append_token
+  uint64_t committed_pages = 0;  // pages handed to the tree
+  uint64_t duplicate_pages = 0;  // computed pages the tree already had
+  uint64_t evicted_pages = 0;    // by allocation, watermarks and evict()
+};
+
+class PrefixCacheRuntime {
+ public:
+  // `pool` must outlive the runtime. Throws std::invalid_argument for a bad budget or policy.
+  PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {});
+  ~PrefixCacheRuntime();
+  PrefixCacheRuntime(const PrefixCacheRuntime&) = delete;
+  PrefixCacheRuntime& operator=(const PrefixCacheRuntime&) = delete;
+
+  AdmitResult admit(const Request& request);
+  ExtendResult append_token(SeqHandle seq, TokenId token);
+  void mark_computed(SeqHandle seq, uint32_t computed_tokens);
+  CommitResult commit(SeqHandle seq, uint32_t computed_tokens);
+  CommitResult finish(SeqHandle seq);
+  void abort(SeqHandle seq);
+
+  // Throws std::logic_error unless `seq` is live.
+  SequenceView view(SeqHandle seq) const;
+  bool is_live(SeqHandle seq) const;
+  // The state a handle's sequence ended in (or kRunning); nullopt for a handle never issued or
+  // whose slot has been reused since.
+  std::optional<SeqState> state(SeqHandle seq) const;
+  uint32_t live_sequences() const { return live_; }
+
+  // Evicts up to n evictable cache pages in policy order; returns how many were released.
+  uint64_t evict(uint64_t pages);
+
+  // Walks the tree and every live sequence; throws std::logic_error describing the first page
+  // whose refcount is not (tree reference) + (block tables holding it), or a broken identity
+  // capacity == free + cached + private. Returns the private page count.
+  uint64_t check_accounting() const;
+
+  const RuntimeStats& stats() const { return stats_; }
+  uint32_t page_tokens() const { return page_tokens_; }
+  const RadixTree& tree() const { return tree_; }
+  RadixTree& tree() { return tree_; }
+  const PagePool& pool() const { return pool_; }
+  const CacheBudget& budget() const { return allocator_.budget(); }
+
+ private:
+  Sequence& live(SeqHandle seq, const char* operation);
+  const Sequence& live(SeqHandle seq, const char* operation) const;
+  CommitResult insert_computed(Sequence& s);
+  void release_sequence(Sequence& s, SeqState end_state);
+  void check_computed(const Sequence& s, uint32_t computed_tokens, const char* operation) const;
+
+  PagePool& pool_;
+  uint32_t page_tokens_;
+  RadixTree tree_;
+  BudgetedAllocator allocator_;
+  std::vector<Sequence> slots_;
+  std::vector<uint32_t> free_slots_;
+  uint32_t live_ = 0;
+  RuntimeStats stats_;
+  std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
+};
+
+}  // namespace radixkv

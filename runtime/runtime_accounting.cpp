@@ -1,0 +1,71 @@
+// PrefixCacheRuntime::check_accounting(): a whole-pool walk for tests and the end of replays, kept
+// apart from the per-request paths.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "runtime/prefix_cache_runtime.h"
+
+namespace radixkv {
+
+uint64_t PrefixCacheRuntime::check_accounting() const {
+  tree_.verify();
+  const auto fail = [](const std::string& what) {
+    throw std::logic_error("PrefixCacheRuntime::check_accounting: " + what);
+  };
+  const uint32_t capacity = pool_.capacity_pages();
+  std::vector<uint32_t> expected(capacity, 0);
+  for (PageId p = 0; p < capacity; ++p) expected[p] = tree_.indexes_page(p) ? 1 : 0;
+
+  uint64_t private_pages = 0;
+  uint32_t live = 0;
+  for (const Sequence& s : slots_) {
+    if (s.state != SeqState::kRunning) continue;
+    ++live;
+    const std::string who = fmt::format("request {}", s.request_id);
+    if (s.block_table.size() != (s.tokens.size() + page_tokens_ - 1) / page_tokens_) {
+      fail(
+          fmt::format("{} has {} tokens but {} pages", who, s.tokens.size(), s.block_table.size()));
+    }
+    if (s.computed_tokens > s.tokens.size() ||
+        s.committed_pages * page_tokens_ > s.computed_tokens) {
+      fail(fmt::format("{}: {} computed tokens, {} committed pages, {} tokens", who,
+                       s.computed_tokens, s.committed_pages, s.tokens.size()));
+    }
+    if (s.locked == nullptr || s.locked->lock_count() == 0) fail(who + " holds no lock");
+    for (size_t i = 0; i < s.block_table.size(); ++i) {
+      const PageId page = s.block_table[i];
+      if (!pool_.contains(page)) fail(fmt::format("{}: page {} is not in the pool", who, page));
+      const bool in_tree = tree_.indexes_page(page);
+      if (i < s.committed_pages && !in_tree) {
+        fail(fmt::format("{}: committed page {} at index {} is not in the tree", who, page, i));
+      }
+      if (i >= s.committed_pages && in_tree) {
+        fail(fmt::format("{}: private page {} at index {} is in the tree", who, page, i));
+      }
+      if (expected[page] == 0) ++private_pages;
+      ++expected[page];
+    }
+  }
+  if (live != live_) fail(fmt::format("{} running sequences, counter says {}", live, live_));
+
+  uint64_t free_pages = 0;
+  for (PageId p = 0; p < capacity; ++p) {
+    if (pool_.refcount(p) != expected[p]) {
+      fail(fmt::format("page {} has refcount {}, expected {} (tree and block tables)", p,
+                       pool_.refcount(p), expected[p]));
+    }
+    free_pages += expected[p] == 0 ? 1 : 0;
+  }
+  if (free_pages != pool_.free_pages()) {
+    fail(fmt::format("{} unreferenced pages but {} on the free list", free_pages,
+                     pool_.free_pages()));
+  }
+  if (uint64_t{capacity} != free_pages + tree_.cached_pages() + private_pages) {
+    fail(fmt::format("capacity {} != free {} + cached {} + private {}", capacity, free_pages,
+                     tree_.cached_pages(), private_pages));
+  }
+  return private_pages;
+}
+
+}  // namespace radixkv

@@ -1,0 +1,77 @@
+// A sequence: one admitted request as the runtime adapter tracks it, and the handle a scheduler
+// uses to address it.
+//
+// Per sequence, with P = page_tokens:
+//   tokens          prompt, then every token appended during decode.
+//   block_table     page i holds the KV of tokens [i*P, (i+1)*P); it always covers every token
+//                   (block_table.size() == ceil(tokens.size() / P)), and the sequence holds one
+//                   pool reference on each of its entries.
+//   reused_tokens   tokens whose KV came from the cache at admit: the position offset. A multiple
+//                   of P and at most floor((prompt-1)/P)*P, so the last prompt token is always
+//                   computed (its logits are needed).
+//   computed_tokens tokens whose KV the model has written (reused ones included); never more than
+//                   tokens.size(), never decreasing. The last sampled token usually has none yet.
+//   committed_pages leading pages that are the tree's canonical pages and covered by `locked`, the
+//                   one tree node this sequence keeps locked (the end of its committed prefix; the
+//                   namespace root when nothing is committed). Pages from committed_pages on are
+//                   private to the sequence.
+//
+// A handle names a slot and a generation. Slots are reused after finish/abort with the generation
+// bumped, so a stale handle is recognised and refused instead of reaching another request.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "radix/radix_node.h"
+
+namespace radixkv {
+
+struct SeqHandle {
+  uint32_t slot = 0;
+  uint32_t generation = 0;  // 0 is never issued: a default handle is invalid
+  friend bool operator==(SeqHandle, SeqHandle) = default;
+};
+
+// Written out like RocksDB's entry states: a sequence is live only while kRunning.
+enum class SeqState : uint8_t { kRunning, kFinished, kAborted };
+std::string_view to_string(SeqState state);
+
+// Read-only view of a live sequence; the spans stay valid until the next call that changes it.
+struct SequenceView {
+  uint64_t request_id = 0;
+  Namespace name_space = 0;
+  int32_t priority = 0;
+  SeqState state = SeqState::kRunning;
+  uint32_t prompt_tokens = 0;
+  uint32_t reused_tokens = 0;
+  uint32_t computed_tokens = 0;
+  uint32_t committed_pages = 0;
+  std::span<const TokenId> tokens;
+  std::span<const PageId> block_table;
+};
+
+// The runtime's record of one slot. Vectors keep their capacity across reuse of the slot.
+struct Sequence {
+  uint64_t request_id = 0;
+  Namespace name_space = 0;
+  int32_t priority = 0;
+  uint32_t generation = 0;
+  SeqState state = SeqState::kFinished;
+  uint32_t prompt_tokens = 0;
+  uint32_t reused_tokens = 0;
+  uint32_t computed_tokens = 0;
+  uint32_t committed_pages = 0;
+  RadixNode* locked = nullptr;
+  std::vector<TokenId> tokens;
+  std::vector<PageId> block_table;
+
+  SequenceView view() const {
+    return {request_id,    name_space,      priority,        state,  prompt_tokens,
+            reused_tokens, computed_tokens, committed_pages, tokens, block_table};
+  }
+};
+
+}  // namespace radixkv
