@@ -1,10 +1,12 @@
-// Shared by the core tests: a pool and a tree over it, and the page accounting check of
-// shared/DESIGN.md ("capacity = free + cached + private").
+// Shared by the core tests and the fuzzer: a pool and a tree over it, and the page accounting
+// check of shared/DESIGN.md ("capacity = free + cached + private"). Failures throw
+// std::logic_error with the reason, so the helpers work under doctest and under libFuzzer alike.
 #pragma once
 
-#include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "radix/radix_tree.h"
@@ -28,7 +30,7 @@ struct CacheFixture {
   InsertResult cache(std::span<const TokenId> tokens, Namespace ns = 0) {
     std::vector<PageId> pages;
     const auto n = static_cast<uint32_t>(tokens.size() / tree.page_tokens());
-    REQUIRE(pool.allocate(n, pages));
+    if (!pool.allocate(n, pages)) throw std::logic_error("CacheFixture::cache: the pool is full");
     const InsertResult result = tree.insert(ns, tokens, pages);
     pool.release(pages);
     return result;
@@ -49,11 +51,18 @@ struct CacheFixture {
     }
     uint64_t free_pages = 0;
     for (PageId p = 0; p < pool.capacity_pages(); ++p) {
-      REQUIRE_MESSAGE(pool.refcount(p) == expected[p], "page ", p);
+      if (pool.refcount(p) != expected[p]) {
+        throw std::logic_error(fmt::format("page {} has refcount {}, but the tree and the holders own {}",
+                                           p, pool.refcount(p), expected[p]));
+      }
       free_pages += expected[p] == 0 ? 1 : 0;
     }
-    CHECK(free_pages == pool.free_pages());
-    CHECK(pool.capacity_pages() == pool.free_pages() + tree.cached_pages() + private_pages);
+    if (free_pages != pool.free_pages() ||
+        pool.capacity_pages() != pool.free_pages() + tree.cached_pages() + private_pages) {
+      throw std::logic_error(fmt::format("accounting: capacity {} != free {} + cached {} + private {}",
+                                         pool.capacity_pages(), pool.free_pages(),
+                                         tree.cached_pages(), private_pages));
+    }
   }
 
   PagePool pool;
