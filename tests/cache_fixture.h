@@ -22,8 +22,7 @@ inline std::vector<TokenId> iota_tokens(size_t n, TokenId first = 0) {
 struct CacheFixture {
   explicit CacheFixture(uint32_t page_tokens, uint32_t capacity_pages = 256,
                         std::string_view policy = "lru")
-      : pool(KvLayout{1, 1, 4, 2, page_tokens}, capacity_pages),
-        tree(pool, make_policy(policy)) {}
+      : pool(KvLayout{1, 1, 4, 2, page_tokens}, capacity_pages), tree(pool, make_policy(policy)) {}
 
   // Allocates pages for `tokens` as a sequence would, inserts them, and drops the sequence's own
   // references, as a finished request does. Returns the insert's result.
@@ -52,16 +51,17 @@ struct CacheFixture {
     uint64_t free_pages = 0;
     for (PageId p = 0; p < pool.capacity_pages(); ++p) {
       if (pool.refcount(p) != expected[p]) {
-        throw std::logic_error(fmt::format("page {} has refcount {}, but the tree and the holders own {}",
-                                           p, pool.refcount(p), expected[p]));
+        throw std::logic_error(
+            fmt::format("page {} has refcount {}, but the tree and the holders own {}", p,
+                        pool.refcount(p), expected[p]));
       }
       free_pages += expected[p] == 0 ? 1 : 0;
     }
     if (free_pages != pool.free_pages() ||
         pool.capacity_pages() != pool.free_pages() + tree.cached_pages() + private_pages) {
-      throw std::logic_error(fmt::format("accounting: capacity {} != free {} + cached {} + private {}",
-                                         pool.capacity_pages(), pool.free_pages(),
-                                         tree.cached_pages(), private_pages));
+      throw std::logic_error(fmt::format(
+          "accounting: capacity {} != free {} + cached {} + private {}", pool.capacity_pages(),
+          pool.free_pages(), tree.cached_pages(), private_pages));
     }
   }
 

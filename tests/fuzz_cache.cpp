@@ -2,8 +2,8 @@
 // PropertyDriver, so coverage guidance hunts for sequences where the tree, the pool and the
 // policies disagree with the naive oracle. Any disagreement or exception aborts with its reason.
 //
-// Build: CXX=clang++ cmake -B build-fuzz -DRADIXKV_FUZZ=ON && cmake --build build-fuzz --target fuzz_cache
-// Run:   build-fuzz/tests/fuzz_cache -max_total_time=60 tests/fuzz_corpus
+// Build: CXX=clang++ cmake -B build-fuzz -DRADIXKV_FUZZ=ON && cmake --build build-fuzz --target
+// fuzz_cache Run:   build-fuzz/tests/fuzz_cache -max_total_time=60 tests/fuzz_corpus
 #include <cstdio>
 #include <cstdlib>
 #include <exception>

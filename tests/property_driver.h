@@ -4,10 +4,11 @@
 //
 // Keys share prefixes heavily (a few stems, then tails over a three-token alphabet) so that matches
 // end inside edges, inserts split nodes and eviction reaches parents. After every operation the
-// results are compared (matched tokens, page ids, cached prefix lengths, which pages eviction took);
-// after every batch verify(), the page accounting identity and the whole cached set are compared.
-// For LRU the oracle predicts exactly which pages go; for every policy it checks that what went was
-// evictable and that nothing outlived its parent. A disagreement throws PropertyFailure.
+// results are compared (matched tokens, page ids, cached prefix lengths, which pages eviction
+// took); after every batch verify(), the page accounting identity and the whole cached set are
+// compared. For LRU the oracle predicts exactly which pages go; for every policy it checks that
+// what went was evictable and that nothing outlived its parent. A disagreement throws
+// PropertyFailure.
 #pragma once
 
 #include <set>
@@ -45,8 +46,9 @@ class PropertyDriver {
   PropertyDriver(std::string_view policy, uint32_t page_tokens, Source source)
       : f_(page_tokens, kCapacityPages, policy),
         oracle_(page_tokens),
-        alloc_(f_.pool, f_.tree, CacheBudget({kCapacityPages * f_.pool.bytes_per_page(), 1.0, 1.0},
-                                             f_.pool.bytes_per_page())),
+        alloc_(f_.pool, f_.tree,
+               CacheBudget({kCapacityPages * f_.pool.bytes_per_page(), 1.0, 1.0},
+                           f_.pool.bytes_per_page())),
         budget_(f_.pool, f_.tree,
                 CacheBudget({kCapacityPages * 3 / 4 * f_.pool.bytes_per_page(), 0.9, 0.6},
                             f_.pool.bytes_per_page())),
@@ -135,7 +137,8 @@ class PropertyDriver {
     const uint32_t k = oracle_.match_pages(ns, key, &want);
     expect(m.tokens == k * P_, "m.tokens == k * P_");
     expect(got == want, "got == want");
-    expect(m.node->prefix_pages + m.node->num_pages() == k, "m.node->prefix_pages + m.node->num_pages() == k");
+    expect(m.node->prefix_pages + m.node->num_pages() == k,
+           "m.node->prefix_pages + m.node->num_pages() == k");
     oracle_.touch(ns, key, k);
     return m;
   }
@@ -178,7 +181,8 @@ class PropertyDriver {
       threw = true;
     }
     expect(threw, "unlock of an unlocked node did not throw");
-    expect(f_.tree.protected_pages() == protected_before, "f_.tree.protected_pages() == protected_before");
+    expect(f_.tree.protected_pages() == protected_before,
+           "f_.tree.protected_pages() == protected_before");
   }
 
   void step() {
@@ -197,7 +201,8 @@ class PropertyDriver {
       const uint64_t k = 1 + uniform(6);
       uint64_t released = 0;
       evicting(k, [&] { released = f_.tree.evict_pages(k); });
-      expect(released == std::min<uint64_t>(k, released + oracle_.unlocked()), "released == std::min<uint64_t>(k, released + oracle_.unlocked())");
+      expect(released == std::min<uint64_t>(k, released + oracle_.unlocked()),
+             "released == std::min<uint64_t>(k, released + oracle_.unlocked())");
     } else if (dice < 92) {
       std::vector<PageId> pages;
       if (privates_.size() < 4 && allocate(1 + uniform(4), pages)) privates_.push_back(pages);
@@ -216,11 +221,13 @@ class PropertyDriver {
     for (const HeldLock& l : locks_) held.push_back(l.held);
     f_.check(held);
     expect(f_.tree.cached_pages() == oracle_.size(), "f_.tree.cached_pages() == oracle_.size()");
-    expect(f_.tree.evictable_pages() == oracle_.unlocked(), "f_.tree.evictable_pages() == oracle_.unlocked()");
+    expect(f_.tree.evictable_pages() == oracle_.unlocked(),
+           "f_.tree.evictable_pages() == oracle_.unlocked()");
     for (const auto& [k, page] : oracle_.pages()) {
       if (page.children != 0) continue;
       std::vector<PageId> got, want;
-      expect(f_.tree.peek(k.first, k.second, &got) == k.second.size(), "f_.tree.peek(k.first, k.second, &got) == k.second.size()");
+      expect(f_.tree.peek(k.first, k.second, &got) == k.second.size(),
+             "f_.tree.peek(k.first, k.second, &got) == k.second.size()");
       oracle_.match_pages(k.first, k.second, &want);
       expect(got == want, "got == want");
     }

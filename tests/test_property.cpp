@@ -40,6 +40,12 @@ void run_property(uint32_t page_tokens, int operations) {
 }  // namespace
 
 // 3 x 70,000 = 210,000 operations per policy.
-TEST_CASE("property: random operations agree with the oracle, page size 1") { run_property(1, 70000); }
-TEST_CASE("property: random operations agree with the oracle, page size 2") { run_property(2, 70000); }
-TEST_CASE("property: random operations agree with the oracle, page size 16") { run_property(16, 70000); }
+TEST_CASE("property: random operations agree with the oracle, page size 1") {
+  run_property(1, 70000);
+}
+TEST_CASE("property: random operations agree with the oracle, page size 2") {
+  run_property(2, 70000);
+}
+TEST_CASE("property: random operations agree with the oracle, page size 16") {
+  run_property(16, 70000);
+}

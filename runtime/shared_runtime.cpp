@@ -1,0 +1,123 @@
+#include "runtime/shared_runtime.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace radixkv {
+
+struct SharedRuntime::Shard {
+  Shard(const KvLayout& layout, uint32_t pages, const RuntimeConfig& config)
+      : pool(layout, pages), runtime(pool, config) {}
+  mutable std::mutex mutex;
+  PagePool pool;
+  PrefixCacheRuntime runtime;
+};
+
+SharedRuntime::SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
+                             const RuntimeConfig& config) {
+  if (shards == 0) throw std::invalid_argument("SharedRuntime: shards must be at least 1");
+  if (capacity_pages / shards == 0) {
+    throw std::invalid_argument(fmt::format(
+        "SharedRuntime: {} pages cannot give each of {} shards a page", capacity_pages, shards));
+  }
+  RuntimeConfig shard_config = config;
+  shard_config.cache_bytes = config.cache_bytes / shards;
+  for (uint32_t i = 0; i < shards; ++i) {
+    // The first shards take the remainder, so the shards add up to the whole capacity.
+    const uint32_t pages = capacity_pages / shards + (i < capacity_pages % shards ? 1 : 0);
+    shards_.push_back(std::make_unique<Shard>(layout, pages, shard_config));
+  }
+}
+
+SharedRuntime::~SharedRuntime() = default;
+
+uint32_t SharedRuntime::shard_of(Namespace ns) const {
+  // A multiplicative hash: tenants numbered 0, 1, 2, ... still spread evenly.
+  return static_cast<uint32_t>(((ns + 1) * 0x9E3779B97F4A7C15ull >> 32) % shards_.size());
+}
+
+SharedRuntime::Shard& SharedRuntime::shard(SharedHandle handle, const char* operation) const {
+  if (handle.shard >= shards_.size()) {
+    throw std::logic_error(fmt::format("SharedRuntime::{}: handle names shard {} of {}", operation,
+                                       handle.shard, shards_.size()));
+  }
+  return *shards_[handle.shard];
+}
+
+SharedAdmit SharedRuntime::admit(const Request& request) {
+  const uint32_t index = shard_of(request.name_space);
+  Shard& s = *shards_[index];
+  std::lock_guard lock(s.mutex);
+  const AdmitResult r = s.runtime.admit(request);
+  SharedAdmit out{r.status, {index, r.seq}, r.reused_tokens, r.position_offset, {}};
+  if (r.ok()) out.block_table.assign(r.block_table.begin(), r.block_table.end());
+  return out;
+}
+
+ExtendResult SharedRuntime::append_token(SharedHandle handle, TokenId token) {
+  Shard& s = shard(handle, "append_token");
+  std::lock_guard lock(s.mutex);
+  return s.runtime.append_token(handle.seq, token);
+}
+
+CommitResult SharedRuntime::commit(SharedHandle handle, uint32_t computed_tokens) {
+  Shard& s = shard(handle, "commit");
+  std::lock_guard lock(s.mutex);
+  return s.runtime.commit(handle.seq, computed_tokens);
+}
+
+CommitResult SharedRuntime::finish(SharedHandle handle) {
+  Shard& s = shard(handle, "finish");
+  std::lock_guard lock(s.mutex);
+  return s.runtime.finish(handle.seq);
+}
+
+void SharedRuntime::abort(SharedHandle handle) {
+  Shard& s = shard(handle, "abort");
+  std::lock_guard lock(s.mutex);
+  s.runtime.abort(handle.seq);
+}
+
+uint64_t SharedRuntime::check() const {
+  uint64_t private_pages = 0;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    s->runtime.tree().verify();
+    private_pages += s->runtime.check_accounting();
+  }
+  return private_pages;
+}
+
+RuntimeStats SharedRuntime::stats() const {
+  RuntimeStats sum;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    const RuntimeStats& r = s->runtime.stats();
+    sum.admits += r.admits;
+    sum.admit_no_space += r.admit_no_space;
+    sum.admit_too_large += r.admit_too_large;
+    sum.extend_no_space += r.extend_no_space;
+    sum.finishes += r.finishes;
+    sum.aborts += r.aborts;
+    sum.prompt_tokens += r.prompt_tokens;
+    sum.reused_tokens += r.reused_tokens;
+    sum.prefill_tokens += r.prefill_tokens;
+    sum.decode_tokens += r.decode_tokens;
+    sum.committed_pages += r.committed_pages;
+    sum.duplicate_pages += r.duplicate_pages;
+    sum.evicted_pages += r.evicted_pages;
+  }
+  return sum;
+}
+
+uint64_t SharedRuntime::cached_pages() const {
+  uint64_t pages = 0;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    pages += s->runtime.tree().cached_pages();
+  }
+  return pages;
+}
+
+}  // namespace radixkv

@@ -1,0 +1,70 @@
+// SharedRuntime: the thread-safe front for a service where several scheduler threads share one
+// cache.
+//
+// What is thread-safe in radixkv, and what is not:
+//   - PagePool, RadixTree, the policies, BudgetedAllocator and PrefixCacheRuntime are NOT: each
+//     assumes one owner at a time (a scheduler thread, or a caller holding a lock).
+//   - SharedRuntime IS: every call may come from any thread. It splits namespaces over `shards`
+//     independent PrefixCacheRuntimes, each with its own mutex and its own pool of
+//     capacity_pages / shards pages. Namespaces never share nodes, so splitting them loses no
+//     hit; what is lost is that free pages cannot move from one shard to another.
+//     shards == 1 is the plain locked design: one mutex in front of one runtime.
+//   - Results are copied out under the shard's lock (block tables included), so nothing a caller
+//     holds points into state another thread may change.
+// A handle names its shard; using it after finish/abort throws std::logic_error as the runtime
+// does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/prefix_cache_runtime.h"
+
+namespace radixkv {
+
+struct SharedHandle {
+  uint32_t shard = 0;
+  SeqHandle seq;
+};
+
+struct SharedAdmit {
+  RuntimeStatus status = RuntimeStatus::kOk;
+  SharedHandle handle;
+  uint32_t reused_tokens = 0;
+  uint32_t position_offset = 0;
+  std::vector<PageId> block_table;  // a copy, taken under the lock
+  bool ok() const { return status == RuntimeStatus::kOk; }
+};
+
+class SharedRuntime {
+ public:
+  // Throws std::invalid_argument when shards is 0 or the pool cannot give each shard a page.
+  SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
+                const RuntimeConfig& config = {});
+  ~SharedRuntime();
+
+  uint32_t shards() const { return static_cast<uint32_t>(shards_.size()); }
+  uint32_t shard_of(Namespace ns) const;
+
+  SharedAdmit admit(const Request& request);
+  ExtendResult append_token(SharedHandle handle, TokenId token);
+  CommitResult commit(SharedHandle handle, uint32_t computed_tokens);
+  CommitResult finish(SharedHandle handle);
+  void abort(SharedHandle handle);
+
+  // Per shard, under its lock: the runtime's accounting check and the tree's verify(). Returns the
+  // private pages summed over shards.
+  uint64_t check() const;
+  RuntimeStats stats() const;  // summed over shards
+  uint64_t cached_pages() const;
+
+ private:
+  struct Shard;
+  Shard& shard(SharedHandle handle, const char* operation) const;
+
+  std::vector<std::unique_ptr<Shard>> shards_;
+};
+
+}  // namespace radixkv
