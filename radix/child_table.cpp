@@ -1,6 +1,6 @@
 #include "radix/child_table.h"
 
-#include <mimalloc.h>
+#include "kv_store/heap.h"
 
 #include <new>
 
@@ -9,18 +9,18 @@ namespace radixkv {
 namespace {
 
 ChildTable::Slot* allocate_slots(uint32_t capacity) {
-  auto* slots = static_cast<ChildTable::Slot*>(mi_calloc(capacity, sizeof(ChildTable::Slot)));
-  if (slots == nullptr) throw std::bad_alloc();
+  auto* slots =
+      static_cast<ChildTable::Slot*>(heap::allocate_zeroed(capacity, sizeof(ChildTable::Slot)));
   return slots;
 }
 
 }  // namespace
 
 ChildTable::~ChildTable() {
-  if (capacity_ > 1) mi_free(slots_);
+  if (capacity_ > 1) heap::release(slots_);
 }
 
-uint64_t ChildTable::heap_bytes() const { return capacity_ > 1 ? mi_usable_size(slots_) : 0; }
+uint64_t ChildTable::heap_bytes() const { return capacity_ > 1 ? heap::usable_size(slots_) : 0; }
 
 void ChildTable::insert(uint64_t hash, RadixNode* node) {
   if (capacity_ == 0) {
@@ -51,7 +51,7 @@ void ChildTable::grow() {
     while (fresh[i].node != nullptr) i = (i + 1) & mask;
     fresh[i] = Slot{hash, node};
   });
-  if (capacity_ > 1) mi_free(slots_);
+  if (capacity_ > 1) heap::release(slots_);
   slots_ = fresh;
   capacity_ = new_capacity;
 }

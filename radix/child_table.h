@@ -2,7 +2,7 @@
 //
 // Open addressing with linear probing and backward-shift deletion; slots hold the hash beside the
 // pointer so a probe touches no child it does not return. Fan-out is 0 or 1 for most nodes, so a
-// single child lives inline and a table is only allocated (through mimalloc) from the second on.
+// single child lives inline and a table is only allocated (kv_store/heap.h) from the second on.
 // Hashes may collide: find() takes a predicate that confirms the tokens and keeps probing.
 // Invariants: capacity is 0 (empty), 1 (inline) or a power of two >= 4 with load <= 3/4.
 #pragma once

@@ -42,8 +42,8 @@ class RadixNode : public EvictionEntry {
   friend class RadixTree;
 
   RadixNode* parent_ = nullptr;
-  TokenId* tokens_ = nullptr;  // capacity_pages_ * page_tokens, from mimalloc
-  PageId* pages_ = nullptr;    // capacity_pages_, from mimalloc
+  TokenId* tokens_ = nullptr;  // capacity_pages_ * page_tokens, from kv_store/heap.h
+  PageId* pages_ = nullptr;    // capacity_pages_, from kv_store/heap.h
   uint32_t capacity_pages_ = 0;
   uint32_t lock_count_ = 0;
   uint64_t first_page_hash_ = 0;

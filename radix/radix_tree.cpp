@@ -1,8 +1,9 @@
 #include "radix/radix_tree.h"
 
 #include <fmt/format.h>
-#include <mimalloc.h>
 #include <xxhash.h>
+
+#include "kv_store/heap.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,7 +24,7 @@ uint32_t common_prefix(const TokenId* a, const TokenId* b, uint32_t n) {
 
 template <typename T>
 T* allocate_array(uint64_t count) {
-  auto* memory = static_cast<T*>(mi_malloc(count * sizeof(T)));
+  auto* memory = static_cast<T*>(heap::allocate(count * sizeof(T)));
   if (memory == nullptr) throw std::bad_alloc();
   return memory;
 }
@@ -183,7 +184,7 @@ InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
 
 RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* tokens,
                                const PageId* pages, uint32_t num_pages) {
-  void* memory = mi_malloc(sizeof(RadixNode));
+  void* memory = heap::allocate(sizeof(RadixNode));
   if (memory == nullptr) throw std::bad_alloc();
   ++stats_.heap_allocations;
   auto* node = new (memory) RadixNode();
@@ -222,10 +223,10 @@ void RadixTree::destroy_node(RadixNode* node) {
   } else {
     --stats_.namespaces;
   }
-  mi_free(node->tokens_);
-  mi_free(node->pages_);
+  heap::release(node->tokens_);
+  heap::release(node->pages_);
   node->~RadixNode();
-  mi_free(node);
+  heap::release(node);
 }
 
 RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {

@@ -57,7 +57,7 @@ struct TreeStats {
   uint64_t splits = 0;
   uint64_t evicted_pages = 0;
   uint64_t evicted_nodes = 0;
-  // mimalloc allocations for nodes and their edge arrays, splits included (child tables, which grow
+  // Heap allocations for nodes and their edge arrays, splits included (child tables, which grow
   // only on insert, are not counted). bench/ reads it to show that the match path never allocates.
   uint64_t heap_allocations = 0;
 };
@@ -98,7 +98,7 @@ class RadixTree final : public Evictor {
   bool indexes_page(PageId page) const { return page < in_tree_.size() && in_tree_[page]; }
   const TreeStats& stats() const { return stats_; }
   // Bytes of tree metadata (nodes, token and page arrays, child tables, the per-page bitmap), as
-  // allocated, measured through mimalloc's usable sizes.
+  // allocated, measured through the allocator's usable sizes (kv_store/heap.h).
   uint64_t metadata_bytes() const;
   EvictionPolicy& policy() { return *policy_; }
   PagePool& pool() { return pool_; }

@@ -1,12 +1,12 @@
 // RadixTree::verify(), dump() and metadata_bytes(): whole-tree walks for tests, debugging and
 // reports. Kept apart from the hot paths in radix_tree.cpp.
 #include <fmt/format.h>
-#include <mimalloc.h>
 
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include "kv_store/heap.h"
 #include "radix/radix_tree.h"
 
 namespace radixkv {
@@ -125,8 +125,8 @@ uint64_t RadixTree::metadata_bytes() const {
   while (!stack.empty()) {
     const RadixNode* node = stack.back();
     stack.pop_back();
-    bytes += mi_usable_size(node) + node->children_.heap_bytes();
-    if (node->tokens_ != nullptr) bytes += mi_usable_size(node->tokens_) + mi_usable_size(node->pages_);
+    bytes += heap::usable_size(node) + node->children_.heap_bytes();
+    if (node->tokens_ != nullptr) bytes += heap::usable_size(node->tokens_) + heap::usable_size(node->pages_);
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
   }
   return bytes;
