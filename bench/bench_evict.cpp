@@ -1,0 +1,120 @@
+// BM_Evict/radix/leaves:<N>/pages_per_leaf:<k>: evicting pages from a tree that holds N evictable
+// leaves of k pages each, hung off 8 system prompts of 64 pages; items = evicted pages, so the
+// cost per page is 1 / items_per_second. Each iteration evicts a batch of 64 pages (whole leaves,
+// in LRU order). Once a tenth of the leaves are gone they are cached again with the timer paused,
+// so the evictable set stays between 0.9 N and N throughout. With k = 1 every evicted page also
+// removes a node (the worst case); with k = 8 most pages come off the tail of a leaf.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "bench/suite.h"
+#include "bench/workload.h"
+#include "radix/radix_tree.h"
+
+namespace radixkv::bench {
+
+namespace {
+
+constexpr uint32_t kPageTokens = 16;
+constexpr uint32_t kSystemPrompts = 8;
+constexpr uint32_t kSystemPages = 64;
+constexpr uint32_t kBatchPages = 64;
+
+struct EvictWorld {
+  EvictWorld(uint32_t leaves, uint32_t pages_per_leaf)
+      : leaves(leaves),
+        pages_per_leaf(pages_per_leaf),
+        pool(KvLayout{1, 1, 1, 2, kPageTokens},
+             kSystemPrompts * kSystemPages + leaves * pages_per_leaf + 1024),
+        tree(pool, make_policy("lru")) {
+    Rng rng(7);
+    for (auto& prompt : system_prompts) {
+      for (uint32_t t = 0; t < kSystemPages * kPageTokens; ++t) prompt.push_back(rng.token());
+    }
+    for (uint32_t leaf = 0; leaf < leaves; ++leaf) cache_leaf(leaf);
+  }
+
+  // Leaf j: system prompt j % 8, then k pages of its own tokens (derived from j, not stored).
+  void cache_leaf(uint32_t leaf) {
+    key = system_prompts[leaf % kSystemPrompts];
+    Rng rng(uint64_t{leaf} * 0x100000001b3ull + 1);
+    for (uint32_t t = 0; t < pages_per_leaf * kPageTokens; ++t) key.push_back(rng.token());
+    pages.clear();
+    fresh.clear();
+    tree.peek(0, key, &pages);
+    if (!pool.allocate(static_cast<uint32_t>(key.size() / kPageTokens - pages.size()), fresh)) {
+      throw std::logic_error("EvictWorld: pool too small");
+    }
+    pages.insert(pages.end(), fresh.begin(), fresh.end());
+    tree.insert(0, key, pages);
+    pool.release(fresh);
+  }
+
+  // Caches again the leaves evicted since the last refill: LRU evicts them in the order they were
+  // cached, so they are the next `evicted_pages / k` leaves after `refill_cursor`, cyclically.
+  void refill() {
+    for (uint64_t i = 0; i < evicted_since_refill / pages_per_leaf; ++i) {
+      cache_leaf(refill_cursor);
+      refill_cursor = refill_cursor + 1 == leaves ? 0 : refill_cursor + 1;
+    }
+    evicted_since_refill = 0;
+  }
+
+  uint32_t leaves, pages_per_leaf;
+  PagePool pool;
+  RadixTree tree;
+  std::vector<TokenId> system_prompts[kSystemPrompts];
+  std::vector<TokenId> key;
+  std::vector<PageId> pages, fresh;
+  uint32_t refill_cursor = 0;
+  uint64_t evicted_since_refill = 0;
+};
+
+EvictWorld& evict_world(uint32_t leaves, uint32_t pages_per_leaf) {
+  static std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<EvictWorld>> worlds;
+  auto& world = worlds[{leaves, pages_per_leaf}];
+  if (!world) world = std::make_unique<EvictWorld>(leaves, pages_per_leaf);
+  return *world;
+}
+
+void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf) {
+  EvictWorld& world = evict_world(leaves, pages_per_leaf);
+  const uint64_t refill_at =
+      std::max<uint64_t>(kBatchPages, uint64_t{leaves} * pages_per_leaf / 10);
+  uint64_t evicted = 0, evictable_leaves = 0;
+  for (auto _ : state) {
+    if (world.evicted_since_refill >= refill_at) {
+      state.PauseTiming();
+      world.refill();
+      state.ResumeTiming();
+    }
+    const uint64_t got = world.tree.evict_pages(kBatchPages);
+    world.evicted_since_refill += got;
+    evicted += got;
+    evictable_leaves += world.tree.evictable_leaves();
+  }
+  if (evicted != kBatchPages * static_cast<uint64_t>(state.iterations())) {
+    state.SkipWithError("evict_pages released fewer pages than asked");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(evicted));
+  state.counters["evictable_leaves"] =
+      benchmark::Counter(static_cast<double>(evictable_leaves), benchmark::Counter::kAvgIterations);
+}
+
+}  // namespace
+
+void register_evict_benchmarks() {
+  for (uint32_t pages_per_leaf : {1u, 8u}) {
+    for (uint32_t leaves : {1'000u, 10'000u, 100'000u, 1'000'000u}) {
+      const std::string name =
+          fmt::format("BM_Evict/radix/leaves:{}/pages_per_leaf:{}", leaves, pages_per_leaf);
+      benchmark::RegisterBenchmark(name.c_str(), bm_evict, leaves, pages_per_leaf);
+    }
+  }
+}
+
+}  // namespace radixkv::bench

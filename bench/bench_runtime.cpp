@@ -1,0 +1,7 @@
+#include "bench/suite.h"
+
+namespace radixkv::bench {
+
+void register_runtime_benchmarks() {}
+
+}  // namespace radixkv::bench
