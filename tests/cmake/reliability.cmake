@@ -1,3 +1,4 @@
 find_package(Threads REQUIRED)
+# Label `threads`: scripts/sanitize.sh thread runs these under TSan.
 radixkv_add_test(test_shared_runtime SOURCES test_shared_runtime.cpp
-  LIBS radixkv_runtime Threads::Threads)
+  LIBS radixkv_runtime Threads::Threads LABELS threads)

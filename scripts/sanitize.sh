@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds and runs the test suite under sanitizers.
+#   scripts/sanitize.sh address,undefined   every test but those labelled slow, under ASan + UBSan
+#   scripts/sanitize.sh thread              the multi-threaded tests under TSan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers=${1:-address,undefined}
+build_dir=build-${sanitizers//,/-}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+BUILD_DIR=$build_dir BUILD_TYPE=RelWithDebInfo \
+  CMAKE_ARGS="${CMAKE_ARGS:-} -DRADIXKV_SANITIZE=$sanitizers -DRADIXKV_CUDA=OFF" scripts/build.sh
+if [[ $sanitizers == thread ]]; then
+  ctest --test-dir "$build_dir" --output-on-failure -j2 -L threads
+else
+  ctest --test-dir "$build_dir" --output-on-failure -j2 -LE slow
+fi
