@@ -1,0 +1,188 @@
+// The typed harness: behaviour every eviction policy shares, run over each policy type, plus the
+// factory (names, parameters, errors). Orderings are in test_policies_ordering.cpp; the policies
+// driven through the radix tree in test_policies_tree.cpp.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "eviction/fifo_policy.h"
+#include "eviction/gdsf_policy.h"
+#include "eviction/lfu_policy.h"
+#include "eviction/lru_policy.h"
+#include "eviction/priority_policy.h"
+#include "eviction/sieve_policy.h"
+#include "eviction/slru_policy.h"
+#include "tests/test_policies_owner.h"
+
+using namespace radixkv;
+using radixkv::testing::FakeOwner;
+
+#define RADIXKV_ALL_POLICIES \
+  LruPolicy, LfuPolicy, FifoPolicy, PriorityPolicy, SlruPolicy, SievePolicy, GdsfPolicy
+
+namespace {
+
+// Every linked entry, checked against the set the test believes is linked.
+void expect_linked_exactly(FakeOwner& owner, const std::set<const EvictionEntry*>& linked) {
+  REQUIRE(owner.policy->size() == linked.size());
+  for (const EvictionEntry& e : owner.entries) {
+    REQUIRE(owner.policy->contains(e) == (linked.count(&e) == 1));
+  }
+  EvictionEntry* victim = owner.policy->victim();
+  if (linked.empty()) {
+    REQUIRE(victim == nullptr);
+  } else {
+    REQUIRE(victim != nullptr);
+    REQUIRE(linked.count(victim) == 1);
+    // Nothing changed in between, so the next call names the same entry: the tree relies on
+    // this when it takes a victim's pages over several calls.
+    REQUIRE(owner.policy->victim() == victim);
+  }
+}
+
+std::string thrown_by(std::string_view spec) {
+  try {
+    make_policy(spec);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(nothing thrown)";
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("an empty policy has no victim and is registered by its name", T,
+                   RADIXKV_ALL_POLICIES) {
+  T policy;
+  CHECK(policy.victim() == nullptr);
+  CHECK(policy.size() == 0);
+  const auto names = policy_names();
+  CHECK(std::find(names.begin(), names.end(), policy.name()) != names.end());
+  CHECK(make_policy(policy.name())->name() == policy.name());
+}
+
+TEST_CASE_TEMPLATE("add, remove, access and victim keep the linked set exact", T,
+                   RADIXKV_ALL_POLICIES) {
+  FakeOwner owner(std::make_unique<T>());
+  std::set<const EvictionEntry*> linked;
+  std::vector<EvictionEntry*> all;
+  std::mt19937_64 rng(0xbeef + owner.policy->name().size());
+  const auto pick = [&](const auto& range) {
+    auto it = range.begin();
+    std::advance(it, rng() % range.size());
+    return *it;
+  };
+  for (int op = 0; op < 6000; ++op) {
+    const int choice = static_cast<int>(rng() % 100);
+    const auto priority = static_cast<int32_t>(rng() % 101);
+    if (choice < 15 || all.empty()) {  // a new leaf
+      EvictionEntry& e = owner.create(priority, 1 + rng() % 4, rng() % 30);
+      all.push_back(&e);
+      linked.insert(&e);
+    } else if (choice < 35) {  // an access, linked or not: links nothing, unlinks nothing
+      owner.touch(*pick(all), priority);
+    } else if (choice < 50 && linked.size() < all.size()) {  // unpinned, or a parent became leaf
+      EvictionEntry* e = pick(all);
+      if (linked.count(e) == 0) {
+        owner.policy->add(*e);
+        linked.insert(e);
+      }
+    } else if (choice < 65 && !linked.empty()) {  // pinned, or gained a child
+      auto* e = const_cast<EvictionEntry*>(pick(linked));
+      owner.policy->remove(*e);
+      linked.erase(e);
+    } else if (choice < 80 && !linked.empty()) {  // the tree evicts its victim entirely
+      EvictionEntry* e = owner.policy->victim();
+      REQUIRE(linked.count(e) == 1);
+      owner.policy->remove(*e);
+      linked.erase(e);
+    } else {
+      owner.now += static_cast<double>(rng() % 1000) / 100.0;
+    }
+    expect_linked_exactly(owner, linked);
+  }
+}
+
+TEST_CASE_TEMPLATE("draining by victims yields every linked entry exactly once", T,
+                   RADIXKV_ALL_POLICIES) {
+  FakeOwner owner(std::make_unique<T>());
+  std::mt19937_64 rng(17);
+  for (int i = 0; i < 200; ++i) {
+    EvictionEntry& e = owner.create(static_cast<int32_t>(rng() % 101), 1 + rng() % 3, rng() % 9);
+    for (uint64_t k = rng() % 4; k > 0; --k) owner.touch(e, static_cast<int32_t>(rng() % 101));
+  }
+  // Some entries stay unlinked (pinned) throughout: they are never offered.
+  for (size_t i = 0; i < owner.entries.size(); i += 7) owner.policy->remove(owner.entries[i]);
+  std::set<const EvictionEntry*> seen;
+  while (EvictionEntry* e = owner.policy->victim()) {
+    REQUIRE(owner.policy->contains(*e));
+    REQUIRE(seen.insert(e).second);
+    owner.policy->remove(*e);
+  }
+  CHECK(seen.size() == 200 - 29);
+  CHECK(owner.policy->size() == 0);
+}
+
+TEST_CASE_TEMPLATE("accessing entries that were never linked links nothing", T,
+                   RADIXKV_ALL_POLICIES) {
+  FakeOwner owner(std::make_unique<T>());
+  EvictionEntry& inner = owner.create_unlinked();
+  for (int i = 0; i < 5; ++i) owner.touch(inner, 90);
+  CHECK_FALSE(owner.policy->contains(inner));
+  CHECK(owner.policy->size() == 0);
+  CHECK(owner.policy->victim() == nullptr);
+  owner.policy->add(inner);
+  CHECK(owner.policy->victim() == &inner);
+}
+
+TEST_CASE("policy_names lists each policy once and make_policy builds each") {
+  const auto names = policy_names();
+  CHECK(names.size() == 7);
+  CHECK(std::set<std::string_view>(names.begin(), names.end()).size() == names.size());
+  for (std::string_view name : names) CHECK(make_policy(name)->name() == name);
+}
+
+TEST_CASE("make_policy takes parameters after a colon") {
+  const auto slru = make_policy("slru:protected=0.25");
+  CHECK(slru->name() == "slru");
+  const auto priority = make_policy("priority:retention=30");
+  CHECK(dynamic_cast<PriorityPolicy&>(*priority).retention_seconds() == 30.0);
+  CHECK(dynamic_cast<PriorityPolicy&>(*make_policy("priority:retention=inf")).retention_seconds() ==
+        PriorityPolicy::kForever);
+  EvictionEntry e;
+  e.prefix_pages = 10;
+  e.pages = 4;
+  CHECK(dynamic_cast<GdsfPolicy&>(*make_policy("gdsf:depth_pages=12")).cost_per_page(e) ==
+        doctest::Approx(2.0));
+  CHECK(dynamic_cast<GdsfPolicy&>(*make_policy("gdsf:depth_pages=inf")).cost_per_page(e) == 1.0);
+  CHECK(make_policy("lru:")->name() == "lru");
+}
+
+TEST_CASE("make_policy names the spec and the problem in its errors") {
+  struct Case {
+    std::string_view spec;
+    std::string_view expected;
+  };
+  for (const Case c : {Case{"mru", "unknown eviction policy 'mru' (known: lru, lfu"},
+                       Case{"", "unknown eviction policy ''"},
+                       Case{"lru:size=3", "'lru:size=3': unknown parameter 'size' (known: none)"},
+                       Case{"slru:protect=0.5", "unknown parameter 'protect' (known: protected)"},
+                       Case{"slru:protected=1.5", "protected fraction 1.5 is outside [0, 1]"},
+                       Case{"slru:protected", "parameter 'protected' is not key=value"},
+                       Case{"slru:protected=", "value '' of parameter 'protected' is not a number"},
+                       Case{"slru:protected=0.5x", "value '0.5x' of parameter"},
+                       Case{"slru:protected=nan", "value 'nan' of parameter"},
+                       Case{"priority:retention=0", "retention of 0 seconds must be positive"},
+                       Case{"priority:retention=-5", "retention of -5 seconds"},
+                       Case{"gdsf:depth_pages=0", "depth_pages 0 must be positive"},
+                       Case{"sieve:=1", "parameter '=1' is not key=value"}}) {
+    CAPTURE(c.spec);
+    const std::string message = thrown_by(c.spec);
+    CHECK_MESSAGE(message.find(c.expected) != std::string::npos, message);
+  }
+}

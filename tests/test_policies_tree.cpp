@@ -1,0 +1,152 @@
+// Every policy driven through the radix tree: evictions take only unpinned leaves, the tree's
+// invariants and the page accounting hold after every step, and what the trace says about an
+// access (its priority) reaches the policy.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <vector>
+
+#include "eviction/fifo_policy.h"
+#include "eviction/gdsf_policy.h"
+#include "eviction/lfu_policy.h"
+#include "eviction/lru_policy.h"
+#include "eviction/priority_policy.h"
+#include "eviction/sieve_policy.h"
+#include "eviction/slru_policy.h"
+#include "tests/cache_fixture.h"
+
+using namespace radixkv;
+using radixkv::testing::CacheFixture;
+
+#define RADIXKV_ALL_POLICIES \
+  LruPolicy, LfuPolicy, FifoPolicy, PriorityPolicy, SlruPolicy, SievePolicy, GdsfPolicy
+
+namespace {
+
+// Keys of 1..6 pages over a two-token alphabet after one of three stems: many shared prefixes,
+// splits, and parents that become leaves.
+std::vector<TokenId> random_key(std::mt19937_64& rng, uint32_t page_tokens) {
+  const auto pages = static_cast<uint32_t>(1 + rng() % 6);
+  std::vector<TokenId> key(size_t{pages} * page_tokens);
+  const auto stem = static_cast<TokenId>(rng() % 3) * 100;
+  for (size_t i = 0; i < key.size(); ++i) {
+    key[i] = i < page_tokens ? stem + static_cast<TokenId>(i) : static_cast<TokenId>(rng() % 2);
+  }
+  return key;
+}
+
+struct Pin {
+  std::vector<TokenId> key;
+  RadixNode* node;
+  uint32_t tokens;
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("through the tree, eviction takes only unpinned leaves, page by page", T,
+                   RADIXKV_ALL_POLICIES) {
+  const std::string_view name = T().name();
+  for (uint32_t P : {1u, 4u}) {
+    CAPTURE(P);
+    CacheFixture f(P, 512, name);
+    std::mt19937_64 rng(P * 977 + name.size());
+    for (int i = 0; i < 60; ++i) {
+      const auto key = random_key(rng, P);
+      f.tree.match(0, key, nullptr, AccessHint{static_cast<int32_t>(rng() % 101), i * 0.5});
+      f.cache(key);
+    }
+    f.check();
+    // Pin a few cached prefixes, as live sequences do.
+    std::vector<Pin> pins;
+    for (int i = 0; i < 5; ++i) {
+      const auto key = random_key(rng, P);
+      const MatchResult m = f.tree.match(0, key);
+      if (m.tokens == 0) continue;
+      f.tree.lock(m.node);
+      pins.push_back({key, m.node, m.tokens});
+    }
+    f.check();
+    const uint64_t protected_pages = f.tree.protected_pages();
+    while (f.tree.evictable_pages() > 0) {
+      const uint64_t before = f.tree.cached_pages();
+      REQUIRE(f.tree.evict_pages(1) == 1);
+      REQUIRE(f.tree.cached_pages() == before - 1);
+      f.check();
+      for (const Pin& pin : pins) REQUIRE(f.tree.peek(0, pin.key) >= pin.tokens);
+    }
+    CHECK(f.tree.evict_pages(1) == 0);
+    CHECK(f.tree.cached_pages() == protected_pages);
+    for (const Pin& pin : pins) f.tree.unlock(pin.node);
+    f.check();
+    CHECK(f.tree.evict_pages(f.tree.cached_pages()) == protected_pages);
+    CHECK(f.tree.cached_pages() == 0);
+    CHECK(f.tree.evictable_leaves() == 0);
+    f.check();
+  }
+}
+
+TEST_CASE_TEMPLATE("through the tree, random operations keep every invariant", T,
+                   RADIXKV_ALL_POLICIES) {
+  const std::string_view name = T().name();
+  CacheFixture f(2, 64, name);
+  BudgetedAllocator alloc(
+      f.pool, f.tree,
+      CacheBudget({64 * f.pool.bytes_per_page(), 1.0, 1.0}, f.pool.bytes_per_page()));
+  std::mt19937_64 rng(4242 + name.size());
+  std::vector<Pin> pins;
+  double now = 0;
+  for (int op = 0; op < 4000; ++op) {
+    const int choice = static_cast<int>(rng() % 10);
+    now += 0.25;
+    const AccessHint hint{static_cast<int32_t>(rng() % 101), now};
+    const auto key = random_key(rng, 2);
+    if (choice < 4) {  // a request: match, allocate the rest (evicting), insert, release
+      std::vector<PageId> pages;
+      const MatchResult m = f.tree.match(0, key, &pages, hint);
+      f.tree.lock(m.node);  // keeps the matched pages while the allocation evicts
+      std::vector<PageId> fresh;
+      if (alloc.allocate(static_cast<uint32_t>(key.size() / 2 - pages.size()), fresh).ok()) {
+        pages.insert(pages.end(), fresh.begin(), fresh.end());
+        f.tree.insert(0, key, pages, hint);
+        f.pool.release(fresh);
+      }
+      f.tree.unlock(m.node);
+    } else if (choice < 6) {  // a pinned prefix
+      const MatchResult m = f.tree.match(0, key, nullptr, hint);
+      f.tree.lock(m.node);
+      pins.push_back({key, m.node, m.tokens});
+    } else if (choice < 8 && !pins.empty()) {
+      const size_t i = rng() % pins.size();
+      f.tree.unlock(pins[i].node);
+      pins.erase(pins.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      f.tree.evict_pages(1 + rng() % 5);
+    }
+    if (op % 50 == 0) {
+      f.check();
+      for (const Pin& pin : pins) REQUIRE(f.tree.peek(0, pin.key) >= pin.tokens);
+    }
+  }
+  for (const Pin& pin : pins) f.tree.unlock(pin.node);
+  f.tree.evict_pages(f.tree.cached_pages());
+  CHECK(f.tree.cached_pages() == 0);
+  f.check();
+}
+
+TEST_CASE("through the tree, the priority of an access reaches the policy") {
+  CacheFixture f(2, 64, "priority");
+  const std::vector<TokenId> keep{1, 1, 2, 2};
+  const std::vector<TokenId> drop{3, 3, 4, 4};
+  std::vector<PageId> pages;
+  REQUIRE(f.pool.allocate(2, pages));
+  f.tree.insert(0, keep, pages, AccessHint{90});
+  f.pool.release(pages);
+  pages.clear();
+  REQUIRE(f.pool.allocate(2, pages));
+  f.tree.insert(0, drop, pages, AccessHint{10});  // newer, but lower priority
+  f.pool.release(pages);
+  CHECK(f.tree.evict_pages(2) == 2);
+  CHECK(f.tree.peek(0, keep) == 4);
+  CHECK(f.tree.peek(0, drop) == 0);
+  f.check();
+}
