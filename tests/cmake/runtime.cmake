@@ -1,0 +1,6 @@
+# Runtime adapter (issue 3): adapter unit tests and the end-to-end equivalence suite on a tiny
+# transformer whose K/V live in pool pages.
+radixkv_add_test(test_runtime
+  SOURCES test_runtime.cpp test_runtime_equivalence.cpp runtime_conversation.cpp
+          tiny_transformer.cpp
+  LIBS radixkv_runtime)
