@@ -4,11 +4,13 @@
 //   split:  the cached part ends inside an edge: the edge splits at L, and the new part hangs
 //           off the split point. The block-hash index has no edges; its "split" is the same
 //           page-by-page insert.
-// Only the index's insert is timed. Getting the pages (pool allocation) and undoing the insert,
-// so that every iteration sees the same tree, run with the timer paused.
+// Only the index's insert is timed, by a steady clock read around it (manual time: wall time, so
+// the medians of repetitions are what to read on a noisy machine). Getting the pages (pool
+// allocation) and undoing the insert, so that every iteration sees the same tree, are not timed.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <string>
 
 #include "bench/match_world.h"
@@ -17,6 +19,12 @@
 namespace radixkv::bench {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 constexpr uint64_t kInsertTreeTokens = 1'000'000;
 
@@ -62,16 +70,16 @@ void bm_insert(benchmark::State& state, HitKind kind, uint32_t hit, Impl impl) {
   MatchWorld& world = match_world(kInsertTreeTokens);
   const Query& query = world.workload.find(kind, hit)->queries.front();
   const uint32_t page_tokens = world.tree.page_tokens();
+  const uint64_t splits_before = world.tree.stats().splits;
   std::vector<PageId> pages, fresh;
   uint64_t new_tokens = 0;
   for (auto _ : state) {
-    state.PauseTiming();
     request_pages(world, query.tokens, pages, fresh);
-    state.ResumeTiming();
+    const auto start = Clock::now();
     switch (impl) {
       case Impl::kRadix: {
         const InsertResult result = world.tree.insert(0, query.tokens, pages);
-        state.PauseTiming();
+        state.SetIterationTime(seconds_since(start));
         new_tokens += uint64_t{result.new_pages} * page_tokens;
         world.tree.erase_leaf(result.node);
         if (kind == HitKind::kInside) unsplit(world, query);
@@ -79,25 +87,26 @@ void bm_insert(benchmark::State& state, HitKind kind, uint32_t hit, Impl impl) {
       }
       case Impl::kBlockHash: {
         const uint32_t cached = world.blocks.insert(0, query.tokens, pages);
-        state.PauseTiming();
+        state.SetIterationTime(seconds_since(start));
         new_tokens += query.tokens.size() / page_tokens * page_tokens - cached;
         world.blocks.erase(0, query.tokens, cached / page_tokens);
         break;
       }
       case Impl::kLinear: {
         world.linear.insert(query.tokens);
-        state.PauseTiming();
+        state.SetIterationTime(seconds_since(start));
         new_tokens += query.tokens.size() - query.hit;
         world.linear.pop_back();
         break;
       }
     }
     world.pool.release(fresh);
-    state.ResumeTiming();
   }
   state.counters["new_tokens"] =
       benchmark::Counter(static_cast<double>(new_tokens), benchmark::Counter::kAvgIterations);
-  state.counters["splits"] = static_cast<double>(world.tree.stats().splits);
+  state.counters["splits"] =
+      benchmark::Counter(static_cast<double>(world.tree.stats().splits - splits_before),
+                         benchmark::Counter::kAvgIterations);
 }
 
 }  // namespace
@@ -110,7 +119,7 @@ void register_insert_benchmarks() {
         const std::string name =
             fmt::format("BM_Insert/{}/{}/tree:{}/hit:{}", impl_name(impl),
                         kind == HitKind::kBoundary ? "branch" : "split", kInsertTreeTokens, hit);
-        benchmark::RegisterBenchmark(name.c_str(), bm_insert, kind, hit, impl);
+        benchmark::RegisterBenchmark(name.c_str(), bm_insert, kind, hit, impl)->UseManualTime();
       }
     }
   }
