@@ -36,8 +36,18 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if ((arg == "--arena-mib" || arg == "--reps") && i + 1 < argc) {
-      const long value = std::stol(argv[++i]);
-      if (value < 1) throw std::invalid_argument(fmt::format("{} must be at least 1", arg));
+      const std::string text = argv[++i];
+      size_t used = 0;
+      long value = 0;
+      try {
+        value = std::stol(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != text.size() || value < 1 || value > (1 << 20)) {
+        throw std::invalid_argument(
+            fmt::format("{} wants a whole number from 1 to {}, got '{}'", arg, 1 << 20, text));
+      }
       if (arg == "--arena-mib") options.arena_mib = static_cast<uint64_t>(value);
       if (arg == "--reps") options.reps = static_cast<int>(value);
     } else {
@@ -161,14 +171,18 @@ class Bench {
   std::byte* model_page(PageId p) { return model_.data() + uint64_t{p} * page_bytes_; }
 
   // New random contents in the arena and its model, so a method that does nothing cannot pass.
+  // Everything runs on stream_, a non-blocking stream: plain cudaMemcpy (legacy default stream)
+  // would not be ordered with it, and returns from pageable H2D copies before the DMA is done.
   void reset_arena() {
     fill_random(model_.data(), model_.size(), ++seed_);
-    RADIXKV_CUDA_CHECK(cudaMemcpy(page(0), model_.data(), model_.size(), cudaMemcpyHostToDevice));
+    RADIXKV_CUDA_CHECK(cudaMemcpyAsync(page(0), model_.data(), model_.size(),
+                                       cudaMemcpyHostToDevice, stream_.get()));
+    RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
   void check_arena(const std::string& what) {
+    RADIXKV_CUDA_CHECK(cudaMemcpyAsync(readback_.data(), page(0), readback_.size(),
+                                       cudaMemcpyDeviceToHost, stream_.get()));
     RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    RADIXKV_CUDA_CHECK(
-        cudaMemcpy(readback_.data(), page(0), readback_.size(), cudaMemcpyDeviceToHost));
     expect_equal(readback_.data(), model_.data(), model_.size(), page_bytes_, what);
   }
 
