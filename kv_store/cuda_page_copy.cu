@@ -14,8 +14,9 @@ constexpr uint32_t kThreads = 256;
 constexpr int kUnroll = 4;
 constexpr uint32_t kMaxGridY = 65535;
 constexpr uint32_t kMaxGridX = 0x7fffffff;
-// Enough blocks to keep every multiprocessor busy even when the batch is a single page.
-constexpr int kBlocksPerMultiprocessor = 4;
+// Enough blocks to fill every multiprocessor (2048 resident threads = 8 blocks of 256) even when
+// the batch is a single page.
+constexpr int kBlocksPerMultiprocessor = 8;
 
 template <typename Word>
 __global__ void __launch_bounds__(kThreads)
