@@ -49,7 +49,8 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
 
   ReplayResult result;
   result.mode = "cache";
-  result.policy = std::string(tree->policy().name());
+  // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
+  result.policy = config.policy_factory ? std::string(tree->policy().name()) : config.policy;
   result.trace = trace.source;
   result.model = config.model;
   result.page_tokens = config.layout.page_tokens;
@@ -69,7 +70,8 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   for (std::size_t i = 0; i < total; ++i) {
     const TraceRequest& request = trace.requests[i];
     const std::span<const TokenId> tokens = expander.expand(i);
-    const AccessHint hint{request.priority};
+    const AccessHint hint{request.priority, request.arrival_s};
+    if (config.before_request) config.before_request(i);
     pages.clear();
     fresh.clear();
 

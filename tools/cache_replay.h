@@ -38,6 +38,9 @@ struct CacheReplayConfig {
   // Builds the policy instead of make_policy(policy): for policies that need the whole trace
   // (an offline optimum) before the replay starts.
   std::function<std::unique_ptr<EvictionPolicy>(const Trace&)> policy_factory;
+  // Called with each request's index (trace order) before it runs: how an offline policy that
+  // knows the future (tools/belady_policy.h) learns where the replay stands.
+  std::function<void(std::size_t)> before_request;
   // Called every few thousand requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -1,12 +1,14 @@
 // `radixkv replay`: flags -> trace + cache configuration -> replay(s) -> report, table, plot.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <ostream>
 
 #include "kv_store/page_pool.h"
 #include "tools/args.h"
+#include "tools/belady_policy.h"
 #include "tools/cache_replay.h"
 #include "tools/cli.h"
 #include "tools/replay_report.h"
@@ -40,9 +42,10 @@ std::vector<FlagSpec> replay_flags() {
        fmt::format("KV layout that converts tokens to bytes (default {}; known: {})", kDefaultModel,
                    fmt::join(KvLayout::preset_names(), ", "))},
       {"policy", "NAME",
-       fmt::format("eviction policy (default lru; known: {}); with --sweep a "
-                   "comma-separated list draws one line each",
-                   fmt::join(policy_names(), ", "))},
+       fmt::format("eviction policy (default lru; known: {}, and {}, the offline bound); "
+                   "NAME:key=value sets parameters; with --sweep a comma-separated list draws "
+                   "one line each",
+                   fmt::join(policy_names(), ", "), kBeladyPolicyName)},
       {"sweep", "CAP,CAP,...",
        "replay at each capacity (tokens like 1e6, or bytes like 8GiB); prints a table, writes a "
        "plot"},
@@ -158,6 +161,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
   const std::vector<std::string> policies = split_list(args.get_or("policy", "lru"));
   for (const std::string& policy : policies) {
+    if (policy == kBeladyPolicyName) continue;  // built from the trace, once it is read
     try {
       make_policy(policy);
     } catch (const std::invalid_argument& e) {
@@ -207,6 +211,11 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     out.flush();
   }
 
+  std::shared_ptr<const NextUseIndex> belady_index;
+  if (std::find(policies.begin(), policies.end(), kBeladyPolicyName) != policies.end()) {
+    belady_index = std::make_shared<const NextUseIndex>(trace, layout.page_tokens);
+  }
+
   ProgressBar progress(err, env.interactive && !args.has("no-progress"));
   std::vector<ReplayResult> results;
   for (const std::string& policy : policies) {
@@ -216,6 +225,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
       config.model = model;
       config.capacity_pages = pages;
       config.policy = policy;
+      if (policy == kBeladyPolicyName) use_belady(config, belady_index);
       config.progress = std::ref(progress);
       results.push_back(replay_cache(trace, config));
     }
