@@ -13,6 +13,10 @@
 #include "kv_store/cuda_backend.h"
 #include "kv_store/page_pool.h"
 
+#if defined(RADIXKV_HAVE_CUDA)
+#include "kv_store/cuda_page_copy.h"
+#endif
+
 using namespace radixkv;
 
 TEST_CASE("without a device the cuda backend refuses, saying why") {
@@ -152,6 +156,56 @@ TEST_CASE("checked_page_copies keeps real copies and refuses batches that race o
   const std::vector<PageCopy> chained = {{1, 2}, {3, 1}};
   CHECK_THROWS_WITH_AS(checked_page_copies(chained, 6), doctest::Contains("page 1 is both read"),
                        std::invalid_argument);
+}
+
+namespace {
+// A word that counts the stores into it, to run the kernel's per-thread loop on the host.
+struct Tally {
+  uint64_t value = 0;
+  int stores = 0;
+  Tally() = default;
+  Tally(const Tally&) = default;
+  Tally& operator=(const Tally& other) {
+    value = other.value;
+    ++stores;
+    return *this;
+  }
+};
+}  // namespace
+
+TEST_CASE("the copy kernel's grid and per-thread loop copy every word of a page exactly once") {
+  // Word counts around the block size and the unroll, and a 2 MiB page of 16-byte words.
+  for (uint64_t words : {1, 3, 7, 255, 256, 257, 1000, 1024, 4097, 131072}) {
+    for (uint32_t pages : {1u, 3u, 1000u}) {
+      for (int multiprocessors : {1, 132}) {
+        CAPTURE(words);
+        CAPTURE(pages);
+        CAPTURE(multiprocessors);
+        const uint32_t chunks = copy_chunks_per_page(pages, words, multiprocessors);
+        REQUIRE(chunks >= 1);
+        CHECK(chunks <= kMaxCopyChunks);
+        CHECK(uint64_t{chunks - 1} * kCopyThreads < words);  // every chunk has work
+        const uint64_t useful = (words + kCopyThreads - 1) / kCopyThreads;
+        const uint64_t fill = uint64_t(multiprocessors) * kCopyBlocksPerMultiprocessor;
+        CHECK(uint64_t{pages} * chunks >= std::min(fill, pages * useful));  // fills the GPU
+
+        std::vector<Tally> src(words), dst(words);
+        for (uint64_t i = 0; i < words; ++i) src[i].value = i * 0x9e3779b97f4a7c15ull + 1;
+        for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+          for (uint32_t thread = 0; thread < kCopyThreads; ++thread) {
+            copy_thread_words(src.data(), dst.data(), words,
+                              uint64_t{chunk} * kCopyThreads + thread,
+                              uint64_t{kCopyThreads} * chunks);
+          }
+        }
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; i < words; ++i) {
+          wrong += dst[i].stores != 1 || dst[i].value != src[i].value;
+        }
+        CHECK(wrong == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("copy_pages on a caller's stream matches copying one page at a time") {
