@@ -1,0 +1,194 @@
+// The radixkv command line: flags, exit statuses, reports, the sweep plot, and the real binary.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tools/cli.h"
+#include "tools/json_reader.h"
+
+namespace fs = std::filesystem;
+using namespace radixkv::tools;
+
+namespace {
+
+struct Run {
+  int status;
+  std::string out, err;
+};
+
+Run cli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int status = run_cli(args, out, err);
+  return {status, out.str(), err.str()};
+}
+
+fs::path temp_file(const std::string& name, const std::string& text) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("radixkv_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+const std::string kSmallTrace =
+    "{\"radixkv_trace\": 1}\n"
+    "{\"id\": 0, \"t\": 0, \"segs\": [[1, 64]], \"out\": 16}\n"
+    "{\"id\": 1, \"t\": 1, \"parent\": 0, \"segs\": [[2, 32]]}\n";
+
+}  // namespace
+
+TEST_CASE("cli: bad flags exit 2 and name the flag") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::vector<Case> cases = {
+      {{"replay", "--capacity-tokens", "lots"}, "--capacity-tokens"},
+      {{"replay", "--capacity-tokens", "8"},
+       "--capacity-tokens"},                                   // 8 tokens hold no 16-token page
+      {{"replay", "--cache-bytes", "1KiB"}, "--cache-bytes"},  // below one page of KV
+      {{"replay", "--cache-bytes", "12parsecs"}, "--cache-bytes"},
+      {{"replay", "--capacity-tokens", "1e6", "--cache-bytes", "8GiB"}, "--capacity-tokens"},
+      {{"replay", "--page-tokens", "0"}, "--page-tokens"},
+      {{"replay", "--page-tokens", "1.5"}, "--page-tokens"},
+      {{"replay", "--model", "gpt-9"}, "--model"},
+      {{"replay", "--policy", "random"}, "--policy"},
+      {{"replay", "--policy", "lru,lru"}, "--policy"},
+      {{"replay", "--mode", "turbo"}, "--mode"},
+      {{"replay", "--mode", "engine"}, "not available yet"},
+      {{"replay", "--format", "xml", "--trace", "x"}, "--format"},
+      {{"replay", "--frobnicate"}, "--frobnicate"},
+      {{"replay", "--trace"}, "--trace"},
+      {{"replay", "--json", "--json"}, "--json"},
+      {{"replay", "--sweep", "1e6,zero"}, "--sweep"},
+      {{"replay", "--sweep", "1e6", "--capacity-tokens", "1e6"}, "--sweep"},
+      {{"replay", "--plot", "x.svg"}, "--plot"},
+      {{"gen", "--seed", "-1"}, "--seed"},
+      {{"gen", "--rate", "0"}, "--rate"},
+      {{"gen", "--turns", "uniform:3"}, "--turns"},
+      {{"gen", "--priorities", "35,500"}, "--priorities"},
+      {{"gen", "--agent-fraction", "2"}, "--agent-fraction"},
+      {{"frobnicate"}, "unknown command"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const Run run = cli(c.args);
+    CHECK(run.status == kExitUsage);
+    CHECK(run.err.find(c.names) != std::string::npos);
+    CHECK(run.out.empty());
+  }
+}
+
+TEST_CASE("cli: every command has --help") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, {"replay", "--help"}, {"gen", "--help"}}) {
+    const Run run = cli(args);
+    CHECK(run.status == kExitOk);
+    CHECK(run.out.find("usage:") != std::string::npos);
+  }
+  CHECK(cli({"replay", "--help"}).out.find("--capacity-tokens") != std::string::npos);
+}
+
+TEST_CASE("cli: a missing or malformed trace exits 1 with file and line") {
+  Run run = cli({"replay", "--trace", "/nonexistent/trace.jsonl"});
+  CHECK(run.status == kExitFailure);
+  CHECK(run.err.find("/nonexistent/trace.jsonl") != std::string::npos);
+
+  const fs::path bad =
+      temp_file("bad.jsonl", kSmallTrace + "{\"id\": 2, \"t\": 2, \"segs\": [[3]]}\n" +
+                                 "{\"id\": 3, \"t\": 3, \"segs\": [[3, 8]]}\n");
+  run = cli({"replay", "--trace", bad.string()});
+  CHECK(run.status == kExitFailure);
+  CHECK(run.err.find(bad.string() + ":4:") != std::string::npos);
+  CHECK(run.err.find("segs[0]") != std::string::npos);
+
+  run = cli({"replay", "--trace", bad.string(), "--skip-bad", "--json"});
+  CHECK(run.status == kExitOk);
+  const JsonValue report = parse_json(run.out);
+  CHECK(report.find("skipped_records")->as_int() == 1);
+  CHECK(report.find("requests")->as_int() == 3);
+}
+
+TEST_CASE("cli: --json prints one object with the documented keys") {
+  const fs::path trace = temp_file("small.jsonl", kSmallTrace);
+  const Run run = cli({"replay", "--trace", trace.string(), "--page-tokens", "16", "--json"});
+  REQUIRE(run.status == kExitOk);
+  const JsonValue report = parse_json(run.out);  // throws unless the whole output is one value
+  for (const char* key : {"hit_rate", "requests", "input_tokens", "hit_tokens", "evictions",
+                          "pages_leaked", "wall_seconds", "peak_cached_bytes", "admit_us"}) {
+    CAPTURE(key);
+    CHECK(report.find(key) != nullptr);
+  }
+  // Request 1 = request 0's 64 tokens + 16 answer tokens + 32: the 64 (4 pages of 16) hit.
+  CHECK(report.find("requests")->as_int() == 2);
+  CHECK(report.find("input_tokens")->as_int() == 64 + 112);
+  CHECK(report.find("hit_tokens")->as_int() == 64);
+  CHECK(report.find("pages_leaked")->as_int() == 0);
+}
+
+TEST_CASE("cli: capacity from bytes uses the model preset") {
+  const fs::path trace = temp_file("small.jsonl", kSmallTrace);
+  // llama-3-8b: 128 KiB per token, so 16 MiB = 128 tokens = 8 pages of 16.
+  const Run run = cli({"replay", "--trace", trace.string(), "--cache-bytes", "16MiB", "--json"});
+  REQUIRE(run.status == kExitOk);
+  CHECK(parse_json(run.out).find("capacity_pages")->as_int() == 8);
+  const Run qwen = cli({"replay", "--trace", trace.string(), "--cache-bytes", "16MiB", "--model",
+                        "qwen2.5-7b", "--json"});
+  CHECK(parse_json(qwen.out).find("capacity_tokens")->as_int() == 16 * 1024 / 56 / 16 * 16);
+}
+
+TEST_CASE("cli: --sweep prints a table and writes an SVG with one line per policy") {
+  const fs::path trace = temp_file("small.jsonl", kSmallTrace);
+  const fs::path plot = trace.parent_path() / "sweep.svg";
+  fs::remove(plot);
+  const Run run =
+      cli({"replay", "--trace", trace.string(), "--sweep", "64,128,1e4", "--plot", plot.string()});
+  REQUIRE(run.status == kExitOk);
+  CHECK(run.out.find("hit rate") != std::string::npos);
+  REQUIRE(fs::exists(plot));
+  std::ifstream in(plot);
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(svg.starts_with("<svg"));
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(svg.find("<polyline") != std::string::npos);
+  CHECK(svg.find("hit rate") != std::string::npos);
+
+  const Run json = cli({"replay", "--trace", trace.string(), "--sweep", "64,1e4", "--plot",
+                        plot.string(), "--json"});
+  REQUIRE(json.status == kExitOk);
+  CHECK(parse_json(json.out).find("runs")->items().size() == 2);
+}
+
+TEST_CASE("cli: gen writes the same file for the same seed") {
+  const fs::path dir = temp_file("x", "").parent_path();
+  REQUIRE(cli({"gen", "--conversations", "20", "--seed", "4", "--out", (dir / "a.jsonl").string()})
+              .status == kExitOk);
+  const Run stdout_run = cli({"gen", "--conversations", "20", "--seed", "4"});
+  std::ifstream in(dir / "a.jsonl");
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(file == stdout_run.out);
+  CHECK(!file.empty());
+  // And replay reads it back, guessing the format.
+  CHECK(cli({"replay", "--trace", (dir / "a.jsonl").string(), "--json"}).status == kExitOk);
+}
+
+TEST_CASE("cli: the built binary runs the default trace and exits non-zero on errors") {
+  const std::string binary = RADIXKV_BINARY;
+  if (!fs::exists(binary)) {
+    MESSAGE("skipped: " << binary << " is not built");
+    return;
+  }
+  auto status_of = [&](const std::string& args) {
+    const int raw = std::system((binary + " " + args + " > /dev/null 2>&1").c_str());
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  };
+  CHECK(status_of("replay --json") == 0);
+  CHECK(status_of("replay --capacity-tokens nope") == 2);
+  CHECK(status_of("replay --trace /nonexistent.jsonl") == 1);
+}

@@ -1,0 +1,161 @@
+// `radixkv gen`: determinism, and that each feature shows up in the trace it writes.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+#include "tools/trace_generator.h"
+#include "tools/trace_reader.h"
+#include "tools/units.h"
+
+using namespace radixkv;
+using namespace radixkv::tools;
+
+namespace {
+
+GenConfig small_config(uint64_t seed) {
+  GenConfig config;
+  config.seed = seed;
+  config.conversations = 40;
+  return config;
+}
+
+std::vector<TokenId> expand(const Trace& trace, std::size_t i) {
+  TokenExpander expander(trace);
+  const auto tokens = expander.expand(i);
+  return {tokens.begin(), tokens.end()};
+}
+
+bool is_prefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+}  // namespace
+
+TEST_CASE("gen: the same seed gives the same bytes, another seed other bytes") {
+  const std::string a = generate_native(small_config(7));
+  CHECK(a == generate_native(small_config(7)));
+  CHECK(a != generate_native(small_config(8)));
+  CHECK(generate_native(GenConfig{}) == generate_native(GenConfig{}));
+}
+
+TEST_CASE("gen: output reads back as a native trace in arrival order") {
+  const Trace trace = parse_native(generate_native(small_config(3)), "gen");
+  REQUIRE(trace.requests.size() >= 40);
+  CHECK(trace.skipped_records == 0);
+  for (std::size_t i = 1; i < trace.requests.size(); ++i) {
+    CHECK(trace.requests[i - 1].arrival_s <= trace.requests[i].arrival_s);
+  }
+  for (const TraceRequest& r : trace.requests) {
+    if (r.parent != kNoParent) CHECK(trace.requests[r.parent].arrival_s < r.arrival_s);
+  }
+}
+
+TEST_CASE("gen: multi-turn chats continue the previous prompt and answer") {
+  GenConfig config = small_config(5);
+  config.agent_fraction = 0;
+  config.regenerate = 0;
+  config.edit = 0;
+  config.turns = Distribution::fixed(4);
+  const Trace trace = parse_native(generate_native(config), "gen");
+  CHECK(trace.requests.size() == 40 * 4);
+  std::size_t children = 0;
+  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
+    const TraceRequest& r = trace.requests[i];
+    if (r.parent == kNoParent) continue;
+    ++children;
+    const TraceRequest& p = trace.requests[r.parent];
+    CHECK(r.input_tokens > p.input_tokens + p.output_tokens);
+    CHECK(is_prefix(expand(trace, r.parent), expand(trace, i)));
+  }
+  CHECK(children == 40 * 3);
+}
+
+TEST_CASE("gen: system prompts are shared, more popular ones more often") {
+  GenConfig config = small_config(9);
+  config.conversations = 400;
+  config.turns = Distribution::fixed(1);
+  config.agent_fraction = 0;
+  config.system_prompts = 8;
+  config.zipf = 1.2;
+  config.system_tokens = Distribution::fixed(64);
+  const Trace trace = parse_native(generate_native(config), "gen");
+  // Each prompt starts with one of the 8 system prompts: count first tokens.
+  std::map<TokenId, int> uses;
+  for (std::size_t i = 0; i < trace.requests.size(); ++i) ++uses[expand(trace, i)[0]];
+  CHECK(uses.size() <= 8);
+  CHECK(uses.size() >= 4);
+  int most = 0;
+  for (const auto& [token, n] : uses) most = std::max(most, n);
+  CHECK(most > 400 / 8 * 2);  // Zipf 1.2 over 8: the top prompt gets ~40 %, far above 1/8
+}
+
+TEST_CASE("gen: branches (regenerate and edit) share history with an earlier turn") {
+  GenConfig config = small_config(11);
+  config.agent_fraction = 0;
+  config.turns = Distribution::fixed(6);
+  config.regenerate = 0.3;
+  config.edit = 0.3;
+  const Trace trace = parse_native(generate_native(config), "gen");
+  const std::string text = generate_native(config);
+  CHECK(text.find("\"kind\":\"regen\"") != std::string::npos);
+  CHECK(text.find("\"kind\":\"edit\"") != std::string::npos);
+  // Two requests with the same parent are branches; a regenerate has an identical prompt.
+  std::map<uint32_t, std::vector<std::size_t>> by_parent;
+  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
+    if (trace.requests[i].parent != kNoParent) by_parent[trace.requests[i].parent].push_back(i);
+  }
+  std::size_t identical = 0, branched = 0;
+  for (const auto& [parent, kids] : by_parent) {
+    for (std::size_t k = 1; k < kids.size(); ++k) {
+      ++branched;
+      if (expand(trace, kids[0]) == expand(trace, kids[k])) ++identical;
+    }
+  }
+  CHECK(branched > 0);
+  CHECK(identical > 0);
+  CHECK(identical < branched);
+}
+
+TEST_CASE("gen: agent loops grow one context by tool results") {
+  GenConfig config = small_config(13);
+  config.conversations = 5;
+  config.agent_fraction = 1;
+  config.agent_steps = Distribution::fixed(10);
+  const Trace trace = parse_native(generate_native(config), "gen");
+  CHECK(trace.requests.size() == 5 * 11);
+  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
+    const TraceRequest& r = trace.requests[i];
+    if (r.parent == kNoParent) continue;
+    CHECK(r.num_segments == 1);
+    CHECK(is_prefix(expand(trace, r.parent), expand(trace, i)));
+  }
+}
+
+TEST_CASE("gen: namespaces and priorities are drawn from the configured sets") {
+  GenConfig config = small_config(17);
+  config.namespaces = 3;
+  config.priorities = {10, 90};
+  const Trace trace = parse_native(generate_native(config), "gen");
+  std::set<uint64_t> namespaces;
+  std::set<int32_t> priorities;
+  for (const TraceRequest& r : trace.requests) {
+    namespaces.insert(r.ns);
+    priorities.insert(r.priority);
+  }
+  CHECK(namespaces == std::set<uint64_t>{0, 1, 2});
+  CHECK(priorities == std::set<int32_t>{10, 90});
+}
+
+TEST_CASE("gen: impossible settings name their flag") {
+  GenConfig config;
+  config.rate = 0;
+  CHECK_THROWS_WITH_AS(config.validate(), doctest::Contains("--rate"), UsageError);
+  config = GenConfig{};
+  config.priorities = {101};
+  CHECK_THROWS_WITH_AS(config.validate(), doctest::Contains("--priorities"), UsageError);
+  CHECK_THROWS_WITH_AS(Distribution::parse("uniform:5:1", "--turns"), doctest::Contains("--turns"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(Distribution::parse("gauss:1", "--answer-tokens"),
+                       doctest::Contains("--answer-tokens"), UsageError);
+}
