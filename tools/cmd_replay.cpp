@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <ostream>
 
@@ -244,7 +245,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     const std::string plot_path = args.get_or("plot", kDefaultPlot);
     const std::string svg = render_sweep_svg(
         series, "Prefix cache hit rate vs. capacity",
-        fmt::format("{} ({}), {} requests, {} tokens/page, cache mode", trace.source,
+        fmt::format("{} ({}), {} requests, {} tokens/page, cache mode",
+                    args.has("trace") ? std::filesystem::path(trace.source).filename().string()
+                                      : std::string("built-in default trace"),
                     format_name(trace.format), group_digits(trace.requests.size()), page_tokens));
     std::ofstream file(plot_path, std::ios::trunc);
     file << svg;

@@ -115,10 +115,10 @@ std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::s
       "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
       kWidth, kHeight);
   svg += fmt::format("<text x=\"{}\" y=\"28\" font-size=\"18\" text-anchor=\"middle\">{}</text>\n",
-                     kLeft + kPlotW / 2, escape_xml(title));
+                     kWidth / 2, escape_xml(title));
   svg += fmt::format(
       "<text x=\"{}\" y=\"48\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\">{}</text>\n",
-      kLeft + kPlotW / 2, escape_xml(subtitle));
+      kWidth / 2, escape_xml(subtitle));
 
   // Grid and y ticks every 10 %.
   for (int i = 0; i <= 10; ++i) {
