@@ -139,3 +139,32 @@ TEST_CASE("the workload is deterministic and its queries have the hit they claim
 }
 
 }  // namespace radixkv::bench
+
+namespace radixkv::bench {
+
+TEST_CASE("radix and blockhash find a difference at every position of a long edge") {
+  for (uint32_t page_tokens : {1u, 16u}) {
+    CAPTURE(page_tokens);
+    PagePool pool(KvLayout{1, 1, 1, 2, page_tokens}, 2'000);
+    RadixTree tree(pool, make_policy("lru"));
+    BlockHashIndex blocks(page_tokens, pool.capacity_pages());
+    Rng rng(3);
+    std::vector<TokenId> prompt(1'200);
+    for (TokenId& token : prompt) token = rng.token();
+    std::vector<PageId> pages;
+    REQUIRE(pool.allocate(static_cast<uint32_t>(prompt.size() / page_tokens), pages));
+    tree.insert(0, prompt, pages);
+    blocks.insert(0, prompt, pages);
+    pool.release(pages);
+    for (uint32_t diff = 0; diff <= prompt.size(); ++diff) {
+      std::vector<TokenId> query = prompt;
+      if (diff < prompt.size()) query[diff] ^= 1;
+      const uint32_t expected = diff / page_tokens * page_tokens;
+      REQUIRE(tree.peek(0, query) == expected);
+      REQUIRE(blocks.match(0, query, nullptr) == expected);
+      REQUIRE(common_prefix(prompt, query) == diff);
+    }
+  }
+}
+
+}  // namespace radixkv::bench
