@@ -24,7 +24,17 @@ struct ScenarioTotals {
   uint64_t rows = 0, equal_rows = 0;
   uint64_t turns_with_mismatch = 0, fresh_turns_with_mismatch = 0;
   double max_relative_error = 0.0;
-  uint64_t evicted_pages = 0, duplicate_pages = 0, exact_reuse_checks = 0;
+  uint64_t evicted_pages = 0, duplicate_pages = 0;
+  // Turns whose reuse was checked to equal the oracle's exactly (nothing evicted yet), by kind.
+  uint64_t exact_turns = 0, exact_branches = 0, exact_repeats = 0, exact_pairs = 0;
+};
+
+enum class TurnKind { kTurn, kBranch, kRepeat, kPair };
+
+struct Conversation {
+  Namespace ns = 0;
+  std::vector<TokenId> history;
+  bool new_branch = false;  // its next turn is the first after diverging from another
 };
 
 // Longest page-aligned common prefix of `prompt` (cut to the admit limit) with anything whose
@@ -61,21 +71,27 @@ class Scenario {
     std::vector<std::vector<TokenId>> systems;
     for (int i = 0; i < 3; ++i) systems.push_back(random_tokens(3, 40));
     // Conversations 0 and 3 share a system prompt but not a namespace: no sharing between them.
-    std::vector<std::pair<Namespace, std::vector<TokenId>>> conversations;
-    for (int i = 0; i < 4; ++i) conversations.push_back({i == 3 ? 1 : 0, systems[i % 3]});
+    std::vector<Conversation> conversations;
+    for (int i = 0; i < 4; ++i) conversations.push_back({i == 3 ? 1u : 0u, systems[i % 3]});
 
+    // Rounds 0-2 evict only when the budget or an allocation needs it (usually never), so reuse is
+    // checked exactly against the oracle there; from round 3 on, evictions between turns.
     for (int round = 0; round < 6; ++round) {
-      for (auto& [ns, history] : conversations) {
-        if (history.size() + 12 > kMaxPromptTokens) continue;
-        std::vector<TokenId> prompt = history;
+      for (Conversation& c : conversations) {
+        if (c.history.size() + 12 > kMaxPromptTokens) continue;
+        std::vector<TokenId> prompt = c.history;
         const auto message = random_tokens(1, 12);
         prompt.insert(prompt.end(), message.begin(), message.end());
-        history = run_turns(ns, prompt, 1).tokens;  // next turn: prompt + answer + new message
+        const TurnKind kind = c.new_branch ? TurnKind::kBranch : TurnKind::kTurn;
+        c.new_branch = false;
+        c.history = run_turns(c.ns, prompt, 1, kind).tokens;  // next: prompt + answer + message
       }
-      if (round == 1 || round == 3) branch(conversations);
-      if (round == 2 || round == 4) repeat_earlier_prompt();
-      if (round == 0 || round == 3) run_turns(0, random_tokens(2 * P_ + 1, 4 * P_ + 3), 2);
-      if (round >= 1 && runtime_.tree().cached_pages() > 1) {
+      if (round == 0 || round == 1 || round == 3) branch(conversations);
+      if (round == 1 || round == 4) repeat_earlier_prompt();
+      if (round == 0 || round == 3) {
+        run_turns(0, random_tokens(2 * P_ + 1, 4 * P_ + 3), 2, TurnKind::kPair);
+      }
+      if (round >= 3 && runtime_.tree().cached_pages() > 1) {
         // Evictions between turns, on top of those the budget and allocations make.
         std::uniform_int_distribution<uint64_t> pages(1, runtime_.tree().cached_pages() / 2);
         runtime_.evict(pages(rng_));
@@ -112,7 +128,7 @@ class Scenario {
   // Runs `copies` sequences of the same prompt side by side, one step each in turn (the copies
   // compute the same pages; whichever commits second gets them switched to the first's), checks
   // each against the no-cache reference, and returns the first's log.
-  TurnLog run_turns(Namespace ns, const std::vector<TokenId>& prompt, int copies) {
+  TurnLog run_turns(Namespace ns, const std::vector<TokenId>& prompt, int copies, TurnKind kind) {
     const uint32_t expected = oracle_reuse(history_, ns, prompt, P_);
     const bool exact = runtime_.stats().evicted_pages == 0;
     std::vector<ActiveTurn> turns;
@@ -125,6 +141,11 @@ class Scenario {
       runtime_.check_accounting();
     }
     for (const ActiveTurn& turn : turns) record(turn.log(), expected, exact);
+    if (exact) {
+      uint64_t* counters[] = {&totals_.exact_turns, &totals_.exact_branches, &totals_.exact_repeats,
+                              &totals_.exact_pairs};
+      ++*counters[static_cast<int>(kind)];
+    }
     return turns.front().log();
   }
 
@@ -133,7 +154,6 @@ class Scenario {
     // Reuse is what was cached: exactly the oracle's while nothing was evicted, never more.
     if (exact) {
       CHECK(log.reused_tokens == expected_reuse);
-      ++totals_.exact_reuse_checks;
     } else {
       CHECK(log.reused_tokens <= expected_reuse);
     }
@@ -157,8 +177,8 @@ class Scenario {
   }
 
   // A new conversation that follows an existing one and diverges in the middle of a page.
-  void branch(std::vector<std::pair<Namespace, std::vector<TokenId>>>& conversations) {
-    const auto& [ns, history] = conversations[rng_() % conversations.size()];
+  void branch(std::vector<Conversation>& conversations) {
+    const auto [ns, history, new_branch] = conversations[rng_() % conversations.size()];
     if (history.size() < P_ + 2) return;
     const uint32_t pages = static_cast<uint32_t>((history.size() - 1) / P_);
     uint32_t cut = static_cast<uint32_t>(rng_() % pages) * P_ + P_ / 2;
@@ -167,7 +187,7 @@ class Scenario {
     fork.push_back((history[cut] + 1) % static_cast<TokenId>(model_.config().vocab));
     const auto rest = random_tokens(0, 6);
     fork.insert(fork.end(), rest.begin(), rest.end());
-    conversations.push_back({ns, std::move(fork)});
+    conversations.push_back({ns, std::move(fork), true});
   }
 
   // A turn whose prompt is exactly an earlier one: at most the last page is recomputed.
@@ -175,7 +195,7 @@ class Scenario {
     const TurnLog& earlier = history_[rng_() % history_.size()];
     const std::vector<TokenId> prompt(earlier.tokens.begin(),
                                       earlier.tokens.begin() + earlier.prompt_tokens);
-    run_turns(earlier.ns, prompt, 1);
+    run_turns(earlier.ns, prompt, 1, TurnKind::kRepeat);
   }
 
   uint32_t P_;
@@ -203,13 +223,18 @@ TEST_CASE("cached logits equal from-scratch logits, bitwise, at page sizes 1, 4 
       CHECK(t.reused_turns > t.turns / 2);
       CHECK(t.evicted_pages > 0);
       CHECK(t.duplicate_pages > 0);
-      CHECK(t.exact_reuse_checks > 0);
+      CHECK(t.exact_turns > 0);
+      CHECK(t.exact_branches > 0);
+      CHECK(t.exact_repeats > 0);
+      CHECK(t.exact_pairs > 0);
       CHECK(t.prefill_computed == t.prompt_tokens - t.reused_tokens);
       MESSAGE("P=", P, " seed=", seed, ": ", t.turns, " turns (", t.reused_turns,
               " reusing), prompt tokens ", t.prompt_tokens, ", reused ", t.reused_tokens,
               ", prefill computed ", t.prefill_computed, ", decode computed ", t.decode_computed,
               ", rows compared ", t.rows, " (all bitwise equal), evicted pages ", t.evicted_pages,
-              ", duplicate pages switched ", t.duplicate_pages);
+              ", duplicate pages switched ", t.duplicate_pages, "; reuse checked exactly on ",
+              t.exact_turns, " turns, ", t.exact_branches, " branches, ", t.exact_repeats,
+              " repeats, ", t.exact_pairs, " side-by-side pairs");
     }
   }
 }
