@@ -111,7 +111,7 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     result.inserted_pages += got;
     result.uncached_pages += want - got;
     result.peak_cached_pages = std::max(result.peak_cached_pages, tree->cached_pages());
-    if (config.progress && (i + 1) % 4096 == 0) config.progress(i + 1, total);
+    if (config.progress && (i + 1) % 256 == 0) config.progress(i + 1, total);
   }
   result.wall_seconds = seconds_between(start, Clock::now());
   if (config.progress) config.progress(total, total);

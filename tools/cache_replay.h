@@ -41,7 +41,7 @@ struct CacheReplayConfig {
   // Called with each request's index (trace order) before it runs: how an offline policy that
   // knows the future (tools/belady_policy.h) learns where the replay stands.
   std::function<void(std::size_t)> before_request;
-  // Called every few thousand requests and once at the end: (requests done, total).
+  // Called every 256 requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };
 

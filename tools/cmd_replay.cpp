@@ -98,6 +98,10 @@ class ProgressBar {
   ProgressBar(std::ostream& err, bool enabled) : err_(err), enabled_(enabled) {}
   void operator()(std::size_t done, std::size_t total) {
     if (!enabled_ || total == 0) return;
+    // Redraw at most ten times a second, and always at the end.
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
     constexpr int kWidth = 40;
     const int filled = static_cast<int>(kWidth * done / total);
     err_ << fmt::format("\r  [{:=<{}}{:<{}}] {:3}%  {}/{} requests", "", filled, "",
@@ -109,6 +113,7 @@ class ProgressBar {
  private:
   std::ostream& err_;
   bool enabled_;
+  std::chrono::steady_clock::time_point last_draw_{};
 };
 
 }  // namespace
