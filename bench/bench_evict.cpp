@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -86,6 +87,7 @@ void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf)
   const uint64_t refill_at =
       std::max<uint64_t>(kBatchPages, uint64_t{leaves} * pages_per_leaf / 10);
   uint64_t evicted = 0, evictable_leaves = 0;
+  const uint64_t nodes_before = world.tree.stats().evicted_nodes;
   for (auto _ : state) {
     if (world.evicted_since_refill >= refill_at) {
       state.PauseTiming();
@@ -101,6 +103,10 @@ void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf)
     state.SkipWithError("evict_pages released fewer pages than asked");
   }
   state.SetItemsProcessed(static_cast<int64_t>(evicted));
+  // The work per page: nodes removed per evicted page is 1/k at every N.
+  state.counters["nodes_per_page"] =
+      static_cast<double>(world.tree.stats().evicted_nodes - nodes_before) /
+      static_cast<double>(std::max<uint64_t>(evicted, 1));
   state.counters["evictable_leaves"] =
       benchmark::Counter(static_cast<double>(evictable_leaves), benchmark::Counter::kAvgIterations);
 }

@@ -33,7 +33,7 @@ class LinearIndex {
   std::vector<std::vector<TokenId>> prompts_;
 };
 
-// Tokens the two sequences share from the start (memcmp first, then the first difference).
+// Tokens the two sequences share from the start (memcmp by blocks, then the first difference).
 uint32_t common_prefix(std::span<const TokenId> a, std::span<const TokenId> b);
 
 }  // namespace radixkv::bench
