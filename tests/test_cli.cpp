@@ -11,6 +11,7 @@
 
 #include "tools/cli.h"
 #include "tools/json_reader.h"
+#include "tools/units.h"
 
 namespace fs = std::filesystem;
 using namespace radixkv::tools;
@@ -65,6 +66,7 @@ TEST_CASE("cli: bad flags exit 2 and name the flag") {
       {{"replay", "--format", "xml", "--trace", "x"}, "--format"},
       {{"replay", "--frobnicate"}, "--frobnicate"},
       {{"replay", "--trace"}, "--trace"},
+      {{"replay", "--trace", "--json"}, "--trace: needs a value"},
       {{"replay", "--json", "--json"}, "--json"},
       {{"replay", "--sweep", "1e6,zero"}, "--sweep"},
       {{"replay", "--sweep", "1e6", "--capacity-tokens", "1e6"}, "--sweep"},
@@ -191,4 +193,30 @@ TEST_CASE("cli: the built binary runs the default trace and exits non-zero on er
   CHECK(status_of("replay --json") == 0);
   CHECK(status_of("replay --capacity-tokens nope") == 2);
   CHECK(status_of("replay --trace /nonexistent.jsonl") == 1);
+}
+
+TEST_CASE("cli units: sizes with units, counts in plain or scientific notation") {
+  CHECK(parse_size("512MiB", "--x") == 512ull << 20);
+  CHECK(parse_size("8GiB", "--x") == 8ull << 30);
+  CHECK(parse_size("1.5GiB", "--x") == 3ull << 29);
+  CHECK(parse_size("40GB", "--x") == 40'000'000'000ull);
+  CHECK(parse_size("4KB", "--x") == 4000);
+  CHECK(parse_size("1e9", "--x") == 1'000'000'000ull);
+  CHECK(parse_size("2TiB", "--x") == 2ull << 40);
+  CHECK(parse_size("100B", "--x") == 100);
+  for (const char* bad : {"", "GiB", "8 GiB", "8gib", "-1GiB", "eight", "1e30GiB"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_size(bad, "--cache-bytes"), doctest::Contains("--cache-bytes"),
+                         UsageError);
+  }
+  CHECK(parse_count("3993", "--x") == 3993);
+  CHECK(parse_count("1e6", "--x") == 1'000'000);
+  CHECK(parse_count("2.5e3", "--x") == 2500);
+  for (const char* bad : {"", "1.5", "-3", "0x10", "1e6k", "nan", "inf"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(parse_count(bad, "--capacity-tokens"),
+                         doctest::Contains("--capacity-tokens"), UsageError);
+  }
+  CHECK(has_byte_unit("8GiB"));
+  CHECK(!has_byte_unit("1e6"));
 }

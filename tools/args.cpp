@@ -39,7 +39,8 @@ Args::Args(std::string_view command, std::span<const std::string> argv, std::vec
     } else if (inline_value) {
       value = *inline_value;
     } else {
-      if (i + 1 >= argv.size()) {
+      // A following flag is not a value: `--trace --json` forgot the path.
+      if (i + 1 >= argv.size() || argv[i + 1].starts_with("--")) {
         throw UsageError(fmt::format("--{}: needs a value ({})", name, it->value_name));
       }
       value = argv[++i];
