@@ -143,7 +143,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   // The last prompt token is always computed: match no further than the last page boundary
   // strictly below the prompt length.
   const size_t cut = (len - 1) / page_tokens_ * page_tokens_;
-  const AccessHint hint{request.priority};
+  const AccessHint hint{request.priority, now_};
   const MatchResult match =
       tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint);
   // Lock before allocating: the allocation below may evict, and must not take the match.
@@ -242,7 +242,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   const std::span<const TokenId> key(s.tokens.data(), size_t{full_pages} * page_tokens_);
   const InsertResult inserted =
       tree_.insert(s.name_space, key, std::span<const PageId>(s.block_table).first(full_pages),
-                   AccessHint{s.priority});
+                   AccessHint{s.priority, now_});
   result.new_pages = inserted.new_pages;
 
   // Pages [committed_pages, cached_pages) were computed by this sequence while another one put

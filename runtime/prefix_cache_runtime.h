@@ -127,6 +127,11 @@ class PrefixCacheRuntime {
   std::optional<SeqState> state(SeqHandle seq) const;
   uint32_t live_sequences() const { return live_; }
 
+  // The caller's clock in seconds (a trace's arrival times), passed to the policy with every access
+  // (AccessHint::now) from now on; policies with a retention period read it. Starts at 0.
+  void set_now(double seconds) { now_ = seconds; }
+  double now() const { return now_; }
+
   // Evicts up to n evictable cache pages in policy order; returns how many were released.
   uint64_t evict(uint64_t pages);
 
@@ -156,6 +161,7 @@ class PrefixCacheRuntime {
   std::vector<Sequence> slots_;
   std::vector<uint32_t> free_slots_;
   uint32_t live_ = 0;
+  double now_ = 0.0;
   RuntimeStats stats_;
   std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
 };

@@ -263,6 +263,30 @@ TEST_CASE("bad arguments are refused before anything changes") {
   f.runtime.abort(a.seq);
 }
 
+TEST_CASE("priorities and the caller's clock reach the eviction policy") {
+  for (double later : {1.0, 100.0}) {
+    CAPTURE(later);
+    const uint32_t P = 2;
+    RuntimeFixture f(P, 64, RuntimeConfig{0, 1.0, 1.0, "priority:retention=10"});
+    const auto high = iota_tokens(2 * P, 0), low = iota_tokens(2 * P, 100);
+    for (const auto& [prompt, priority] : {std::pair{high, 90}, std::pair{low, 35}}) {
+      const AdmitResult r = f.runtime.admit({1, 0, prompt, priority});
+      f.runtime.commit(r.seq, 2 * P);
+      f.runtime.finish(r.seq);
+    }
+    // A request at `later` caches a page: by 100 s the priority 90 has expired (retention 10 s)
+    // and the older entry goes first; at 1 s it still protects its pages.
+    f.runtime.set_now(later);
+    const AdmitResult r = f.runtime.admit({3, 0, iota_tokens(P + 1, 500)});
+    f.runtime.commit(r.seq, P);
+    f.runtime.abort(r.seq);
+    CHECK(f.runtime.evict(2) == 2);
+    CHECK((f.runtime.tree().peek(0, high) == 0) == (later > 10));
+    CHECK((f.runtime.tree().peek(0, low) == 0) == (later < 10));
+    f.runtime.check_accounting();
+  }
+}
+
 TEST_CASE("random admit, decode, commit, finish and abort keep the page accounting exact") {
   for (uint32_t P : {1u, 4u, 16u}) {
     CAPTURE(P);
