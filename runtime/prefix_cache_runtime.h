@@ -21,7 +21,8 @@
 // Memory pressure: admit and append_token evict cache pages to make room; when nothing more is
 // evictable they return kNoSpace with nothing allocated, locked or leaked, so the scheduler can
 // wait or preempt (abort/finish another sequence) and retry. kTooLarge means even an empty cache
-// could not hold the request: waiting will not help.
+// could not hold the request: waiting will not help. A refused admit has still touched (and may
+// have split) the matched path, as the request is about to want it again.
 //
 // Errors: a dead, stale or unknown handle throws std::logic_error naming the sequence and what
 // happened to it (a second finish is one). Bad arguments (empty prompt, priority outside
