@@ -14,18 +14,18 @@ namespace radixkv {
 
 namespace {
 
-// Index of the first differing token among the first n, or n. memcmp narrows the difference down
-// to a block of 256 tokens, then to one of 16, and only the last few tokens are compared one by one:
-// a scan from 0 after one memcmp over all n would read a long common prefix twice, the second time
-// token by token.
+// Index of the first differing token among the first n, or n. memcmp runs over blocks of 256 tokens
+// until one differs, then over the rest at once (the usual case: the whole edge matches); only when
+// that differs is the difference narrowed down to 16 tokens by memcmp and then found token by
+// token. (A scan from 0 after one memcmp over all n read a long common prefix twice, the second
+// time token by token.)
 uint32_t common_prefix(const TokenId* a, const TokenId* b, uint32_t n) {
+  constexpr uint32_t kBlock = 256, kFine = 16;
   uint32_t i = 0;
-  for (const uint32_t block : {256u, 16u}) {
-    while (n - i >= block && std::memcmp(a + i, b + i, size_t{block} * sizeof(TokenId)) == 0) {
-      i += block;
-    }
-  }
-  while (i < n && a[i] == b[i]) ++i;
+  while (n - i >= kBlock && std::memcmp(a + i, b + i, kBlock * sizeof(TokenId)) == 0) i += kBlock;
+  if (std::memcmp(a + i, b + i, size_t{n - i} * sizeof(TokenId)) == 0) return n;
+  while (n - i >= kFine && std::memcmp(a + i, b + i, kFine * sizeof(TokenId)) == 0) i += kFine;
+  while (a[i] == b[i]) ++i;  // a difference lies ahead: the memcmp above found one
   return i;
 }
 
