@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <utility>
 
@@ -18,6 +19,18 @@ uint64_t mix(uint64_t x) {
 }
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Runs `call`, adding its duration in nanoseconds to `sink` when timing is on.
+template <typename Call>
+auto timed(bool on, std::vector<uint64_t>& sink, Call&& call) {
+  using Clock = std::chrono::steady_clock;
+  if (!on) return call();
+  const Clock::time_point start = Clock::now();
+  auto result = call();
+  sink.push_back(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
+  return result;
+}
 
 }  // namespace
 
@@ -283,11 +296,14 @@ void Scheduler::prompt_done(uint32_t index) {
 void Scheduler::finish(uint32_t index) {
   Entry& e = entries_[index];
   if (finish_hook_) finish_hook_(e.request, runtime_.view(e.seq));
-  if (config_.use_cache) {
-    runtime_.finish(e.seq);
-  } else {
-    runtime_.abort(e.seq);
-  }
+  timed(config_.time_calls, finish_ns_, [&] {
+    if (config_.use_cache) {
+      runtime_.finish(e.seq);
+    } else {
+      runtime_.abort(e.seq);
+    }
+    return 0;
+  });
   release_share(e);
   report_.finished.push_back(e.request.id);
   ++stats_.finished;
@@ -323,87 +339,98 @@ uint64_t Scheduler::share_key_of(const Entry& e, uint32_t cached) const {
   return h | 1;  // 0 means "no key"
 }
 
-void Scheduler::collect_candidates() {
-  candidates_.clear();
+void Scheduler::admit(uint64_t& budget) {
+  if (budget == 0 || running_.size() >= config_.max_running || waiting_.empty()) return;
+  const auto full = [&] { return budget == 0 || running_.size() >= config_.max_running; };
   const bool lpm = config_.policy == SchedulePolicy::kLpm && config_.use_cache &&
                    waiting_.size() <= config_.lpm_max_queue;
-  for (const auto& [order, index] : waiting_) {
-    if (candidates_.size() == config_.scan_limit) break;
-    const Entry& e = entries_[index];
-    candidates_.push_back({index, lpm ? cached_prefix(e) : kUnknown, urgent(e)});
-  }
   if (lpm) {
     ++stats_.lpm_steps;
+    candidates_.clear();
+    for (const auto& [order, index] : waiting_) {
+      if (candidates_.size() == config_.scan_limit) break;
+      const Entry& e = entries_[index];
+      candidates_.push_back({index, cached_prefix(e), urgent(e)});
+    }
     // Urgent first, then the longest cached prefix; stable, so ties keep submission order.
     std::stable_sort(candidates_.begin(), candidates_.end(),
                      [](const Candidate& a, const Candidate& b) {
                        if (a.urgent != b.urgent) return a.urgent;
                        return a.cached > b.cached;
                      });
-  } else {
-    std::stable_partition(candidates_.begin(), candidates_.end(),
-                          [](const Candidate& c) { return c.urgent; });
+    for (Candidate& c : candidates_) {
+      if (full() || !try_admit(c, budget)) return;
+    }
+    return;
+  }
+  // fcfs: submission order already puts every request before all later ones (a requeued one
+  // keeps its place), so urgency only exempts a request from being held. Walked lazily: the walk
+  // usually stops at the first request, on memory or budget.
+  uint32_t examined = 0;
+  for (auto it = waiting_.begin(); it != waiting_.end() && examined < config_.scan_limit;
+       ++examined) {
+    if (full()) return;
+    Candidate c{it->second, kUnknown, urgent(entries_[it->second])};
+    ++it;  // try_admit may erase the request from waiting_
+    if (!try_admit(c, budget)) return;
   }
 }
 
-void Scheduler::admit(uint64_t& budget) {
-  if (budget == 0 || running_.size() >= config_.max_running || waiting_.empty()) return;
-  collect_candidates();
+bool Scheduler::try_admit(Candidate& c, uint64_t& budget) {
   const PagePool& pool = runtime_.pool();
-  for (Candidate& c : candidates_) {
-    if (budget == 0 || running_.size() >= config_.max_running) break;
-    const uint32_t index = c.entry;
-    Entry& e = entries_[index];
-    if (c.cached == kUnknown) c.cached = cached_prefix(e);
-    uint64_t key = 0;
-    if (config_.share_prefixes && config_.use_cache) {
-      key = share_key_of(e, c.cached);
-      if (key != 0 && !c.urgent && shared_leaders_.contains(key)) {
-        ++report_.held;
-        ++stats_.held;
-        continue;
-      }
+  const uint32_t index = c.entry;
+  Entry& e = entries_[index];
+  if (c.cached == kUnknown) c.cached = cached_prefix(e);
+  uint64_t key = 0;
+  if (config_.share_prefixes && config_.use_cache) {
+    key = share_key_of(e, c.cached);
+    if (key != 0 && !c.urgent && shared_leaders_.contains(key)) {
+      ++report_.held;
+      ++stats_.held;
+      return true;
     }
-    // Leave a page of decode room per running request, and do not ask the runtime for what it
-    // surely cannot give: a refused admit has already evicted the whole evictable cache.
-    // (The matched pages may be evictable now and locked by the admit, so this can pass and the
-    // admit still fail; it never refuses what the admit would grant without the reserve.)
-    const uint64_t available = pool.free_pages() + runtime_.tree().evictable_pages();
-    const uint64_t wanted =
-        ceil_div(e.tokens.size(), page_tokens_) - c.cached / page_tokens_ + running_.size();
-    if (available < wanted && !running_.empty()) break;
-
-    const AdmitResult r =
-        runtime_.admit({e.request.id, e.request.name_space, e.tokens, e.request.priority});
-    if (r.status == RuntimeStatus::kNoSpace) break;
-    waiting_.erase(e.order);
-    if (r.status == RuntimeStatus::kTooLarge) {
-      report_.rejected.push_back(e.request.id);
-      ++stats_.rejected;
-      free_entry(index);
-      continue;
-    }
-    e.seq = r.seq;
-    e.phase = Phase::kPrefill;
-    e.computed = r.reused_tokens;
-    e.admitted_at = next_admission_++;
-    running_.push_back(index);
-    ++report_.admitted;
-    if (e.first_admission) {
-      e.first_admission = false;
-      ++stats_.admitted;
-      stats_.prompt_tokens += e.tokens.size();
-      stats_.hit_tokens += r.reused_tokens;
-    } else {
-      ++stats_.readmitted;
-    }
-    // An urgent request admitted past a leader does not take over its key.
-    if (key != 0 && shared_leaders_.emplace(key, index).second) {
-      e.leads_share = true;
-      e.share_key = key;
-    }
-    run_chunk(index, budget);
   }
+  // Leave a page of decode room per running request, and do not ask the runtime for what it
+  // surely cannot give: a refused admit has already evicted the whole evictable cache.
+  // (The matched pages may be evictable now and locked by the admit, so this can pass and the
+  // admit still fail; it never refuses what the admit would grant without the reserve.)
+  const uint64_t available = pool.free_pages() + runtime_.tree().evictable_pages();
+  const uint64_t wanted =
+      ceil_div(e.tokens.size(), page_tokens_) - c.cached / page_tokens_ + running_.size();
+  if (available < wanted && !running_.empty()) return false;
+
+  const AdmitResult r = timed(config_.time_calls, admit_ns_, [&] {
+    return runtime_.admit({e.request.id, e.request.name_space, e.tokens, e.request.priority});
+  });
+  if (r.status == RuntimeStatus::kNoSpace) return false;
+  waiting_.erase(e.order);
+  if (r.status == RuntimeStatus::kTooLarge) {
+    report_.rejected.push_back(e.request.id);
+    ++stats_.rejected;
+    free_entry(index);
+    return true;
+  }
+  e.seq = r.seq;
+  e.phase = Phase::kPrefill;
+  e.computed = r.reused_tokens;
+  e.admitted_at = next_admission_++;
+  running_.push_back(index);
+  ++report_.admitted;
+  if (e.first_admission) {
+    e.first_admission = false;
+    ++stats_.admitted;
+    stats_.prompt_tokens += e.tokens.size();
+    stats_.hit_tokens += r.reused_tokens;
+  } else {
+    ++stats_.readmitted;
+  }
+  // An urgent request admitted past a leader does not take over its key.
+  if (key != 0 && shared_leaders_.emplace(key, index).second) {
+    e.leads_share = true;
+    e.share_key = key;
+  }
+  run_chunk(index, budget);
+  return true;
 }
 
 }  // namespace radixkv

@@ -42,8 +42,9 @@
 // with the answer tokens it sampled appended to its prompt, so it resumes where it was.
 //
 // No starvation: a waiting request is urgent once it has waited more than `starve_steps` steps
-// since it was queued, or has been preempted `max_preemptions` times. Urgent requests are
-// examined before all others in submission order and are never held; since admission stops at
+// since it was queued, or has been preempted `max_preemptions` times. Under lpm urgent requests
+// are examined before all others, in submission order; under fcfs submission order already puts
+// them before every later request. Urgent requests are never held; since admission stops at
 // the first request that does not fit, no later request takes the memory an urgent one waits
 // for. Running requests finish in finitely many steps, protected ones are preempted only after
 // every unprotected one and then newest first, so the oldest protected request always completes.
@@ -79,6 +80,7 @@ struct SchedulerConfig {
   uint32_t lpm_max_queue = 128;  // lpm scores the queue only up to this length
   uint32_t scan_limit = 1024;    // waiting requests examined per step, at least 1
   uint32_t starve_steps = 2000;  // waiting longer than this makes a request urgent
+  bool time_calls = false;       // record how long each runtime admit and finish takes
   uint32_t max_preemptions =
       3;  // preempted this often: urgent when waiting, protected when running
 
@@ -154,6 +156,10 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   PrefixCacheRuntime& runtime() { return runtime_; }
   void set_finish_hook(FinishHook hook) { finish_hook_ = std::move(hook); }
+  // With config.time_calls: nanoseconds of every runtime admit (refusals included) and finish
+  // (abort when caching is off), in call order.
+  const std::vector<uint64_t>& admit_ns() const { return admit_ns_; }
+  const std::vector<uint64_t>& finish_ns() const { return finish_ns_; }
 
   // The most pages a request can hold at once: ceil((prompt + answer - 1) / page_tokens).
   static uint64_t pages_needed(std::size_t prompt, std::size_t answer, uint32_t page_tokens);
@@ -188,7 +194,8 @@ class Scheduler {
   void feed(uint32_t index);
   void prefill(uint64_t& budget);
   void admit(uint64_t& budget);
-  void collect_candidates();
+  // Admits or holds one candidate; false when admission must stop for this step.
+  bool try_admit(Candidate& c, uint64_t& budget);
   // Gives the entry a chunk of prefill within the budget; end_step() commits it.
   void run_chunk(uint32_t index, uint64_t& budget);
   void end_step();
@@ -221,6 +228,7 @@ class Scheduler {
   StepReport report_;
   SchedulerStats stats_;
   FinishHook finish_hook_;
+  std::vector<uint64_t> admit_ns_, finish_ns_;
 };
 
 }  // namespace radixkv

@@ -62,7 +62,7 @@ TEST_CASE("cli: bad flags exit 2 and name the flag") {
       {{"replay", "--policy", "random"}, "--policy"},
       {{"replay", "--policy", "lru,lru"}, "--policy"},
       {{"replay", "--mode", "turbo"}, "--mode"},
-      {{"replay", "--mode", "engine"}, "not available yet"},
+      {{"replay", "--mode", "engine", "--sweep", "1e6,2e6"}, "--sweep: cache mode only"},
       {{"replay", "--format", "xml", "--trace", "x"}, "--format"},
       {{"replay", "--frobnicate"}, "--frobnicate"},
       {{"replay", "--trace"}, "--trace"},

@@ -12,6 +12,7 @@
 #include "tools/belady_policy.h"
 #include "tools/cache_replay.h"
 #include "tools/cli.h"
+#include "tools/engine_cli.h"
 #include "tools/replay_report.h"
 #include "tools/sweep_plot.h"
 #include "tools/trace_generator.h"
@@ -120,7 +121,10 @@ class ProgressBar {
 
 int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostream& err,
                const CliEnvironment& env) {
-  const Args args("replay", argv, replay_flags());
+  std::vector<FlagSpec> flags = replay_flags();
+  const std::vector<FlagSpec> engine = engine_flags();
+  flags.insert(flags.end() - 1, engine.begin(), engine.end());  // --help stays last
+  const Args args("replay", argv, flags);
   if (args.has("help")) {
     out << args.help_text(
         "radixkv replay [--trace PATH] [--format native|mooncake|agentic] [--mode cache|engine]\n"
@@ -130,17 +134,29 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
         "tokens and bytes reused, evictions, peak cached bytes, pages leaked (always 0 unless a\n"
         "bug), and the speed of the cache. With no --trace it replays the built-in multi-turn\n"
         "trace. Cache mode follows shared/DESIGN.md exactly: one request at a time, only prompts\n"
-        "cached, page-by-page eviction from the least recently used unprotected leaf.");
+        "cached, page-by-page eviction from the least recently used unprotected leaf.\n"
+        "Engine mode (docs/engine.md) serves the trace with the reference batch scheduler on one\n"
+        "KV pool (--pool-bytes) and a simulated clock, and reports time to first token and\n"
+        "throughput with the cache and without it, side by side.");
     return kExitOk;
   }
 
   // Everything about the command line is checked before the trace is read.
   const std::string mode = args.get_or("mode", "cache");
   if (mode == "engine") {
-    throw UsageError(
-        "--mode engine: not available yet (it arrives with the runtime adapter); use --mode cache");
+    for (const char* flag : {"sweep", "plot"}) {
+      if (args.has(flag)) throw UsageError(fmt::format("--{}: cache mode only", flag));
+    }
+    if (args.get_or("policy", "lru") == kBeladyPolicyName) {
+      throw UsageError("--policy belady: cache mode only (it needs the whole trace in order)");
+    }
+    if (args.has("pool-bytes") && (args.has("cache-bytes") || args.has("capacity-tokens"))) {
+      throw UsageError("--pool-bytes: give one of --pool-bytes, --cache-bytes, --capacity-tokens");
+    }
+  } else {
+    reject_engine_flags(args);
   }
-  if (mode != "cache")
+  if (mode != "cache" && mode != "engine")
     throw UsageError(fmt::format("--mode: unknown mode '{}' (known: cache, engine)", mode));
   std::optional<TraceFormat> format;
   if (auto f = args.get("format")) {
@@ -188,7 +204,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   } else {
     if (policies.size() > 1) throw UsageError("--policy: several policies need --sweep");
     if (args.has("plot")) throw UsageError("--plot: needs --sweep");
-    if (auto v = args.get("cache-bytes")) {
+    if (auto v = args.get("pool-bytes")) {
+      capacities.push_back(capacity_pages(*v, "--pool-bytes", true, layout));
+    } else if (auto v = args.get("cache-bytes")) {
       capacities.push_back(capacity_pages(*v, "--cache-bytes", true, layout));
     } else {
       capacities.push_back(
@@ -197,6 +215,11 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     }
   }
   const bool json = args.has("json");
+  std::optional<EngineReplayConfig> engine_replay;
+  const EnginePool pool{capacities.front(), args.has("pool-bytes")    ? "--pool-bytes"
+                                            : args.has("cache-bytes") ? "--cache-bytes"
+                                                                      : "--capacity-tokens"};
+  if (mode == "engine") engine_replay = engine_config(args, layout, model, policies[0], pool);
 
   const auto load_start = std::chrono::steady_clock::now();
   Trace trace;
@@ -223,6 +246,10 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
 
   ProgressBar progress(err, env.interactive && !args.has("no-progress"));
+  if (engine_replay) {
+    engine_replay->progress = std::ref(progress);
+    return run_engine_replay(trace, *engine_replay, pool, json, out, err);
+  }
   std::vector<ReplayResult> results;
   for (const std::string& policy : policies) {
     for (uint64_t pages : capacities) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/engine_report.h"
 #include "tools/json_writer.h"
 #include "tools/units.h"
 
@@ -79,12 +80,13 @@ std::string format_report_text(const ReplayResult& r) {
                    group_digits(static_cast<uint64_t>(r.requests_per_second())), r.cache_seconds));
   line("admit latency", latency_text(r.admit));
   line("finish latency", latency_text(r.finish));
+  if (r.mode == "engine") out += format_engine_text(r.engine, r.input_tokens);
   return out;
 }
 
 std::string format_report_json(const ReplayResult& r) {
-  return JsonObjectWriter()
-      .add("mode", r.mode)
+  JsonObjectWriter out;
+  out.add("mode", r.mode)
       .add("policy", r.policy)
       .add("trace", r.trace)
       .add("model", r.model)
@@ -112,8 +114,9 @@ std::string format_report_json(const ReplayResult& r) {
       .add("cache_seconds", r.cache_seconds)
       .add("requests_per_second", r.requests_per_second())
       .add_raw("admit_us", latency_json(r.admit))
-      .add_raw("finish_us", latency_json(r.finish))
-      .str();
+      .add_raw("finish_us", latency_json(r.finish));
+  if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
+  return out.str();
 }
 
 std::string format_sweep_text(const std::vector<ReplayResult>& results) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tools/engine_result.h"
 #include "tools/latency.h"
 
 namespace radixkv::tools {
@@ -38,6 +39,8 @@ struct ReplayResult {
   double cache_seconds = 0;  // time inside admit + finish
   LatencySummary admit;      // match, lock, allocate (evicting as needed)
   LatencySummary finish;     // insert, unlock, release
+
+  EngineResult engine;  // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
 
   double hit_rate() const {
     return input_tokens == 0 ? 0.0
