@@ -1,9 +1,12 @@
-// BM_Evict/radix/leaves:<N>/pages_per_leaf:<k>: evicting pages from a tree that holds N evictable
-// leaves of k pages each, hung off 8 system prompts of 64 pages; items = evicted pages, so the
-// cost per page is 1 / items_per_second. Each iteration evicts a batch of 64 pages (whole leaves,
-// in LRU order). Once a tenth of the leaves are gone they are cached again with the timer paused,
-// so the evictable set stays between 0.9 N and N throughout. With k = 1 every evicted page also
-// removes a node (the worst case); with k = 8 most pages come off the tail of a leaf.
+// BM_Evict/<impl>/leaves:<N>/pages_per_leaf:<k>: evicting pages from a cache that holds N
+// evictable leaves of k pages each, hung off 8 system prompts of 64 pages; items = evicted pages,
+// so the cost per page is 1 / items_per_second. Each iteration evicts a batch of 64 pages (whole
+// leaves, in LRU order). Once a tenth of the leaves are gone they are cached again with the timer
+// paused, so the evictable set stays between 0.9 N and N throughout.
+//   radix:     RadixTree::evict_pages. With k = 1 every evicted page also removes a node (the worst
+//              case); with k = 8 most pages come off the tail of a leaf.
+//   blockhash: vLLM's eviction: pop the free queue's head, erase its hash from the map. The system
+//              prompts' pages are pinned (as a live request would pin them) so only leaves go.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -12,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "bench/baselines/block_hash_index.h"
 #include "bench/suite.h"
 #include "bench/workload.h"
 #include "radix/radix_tree.h"
@@ -25,26 +29,46 @@ constexpr uint32_t kSystemPrompts = 8;
 constexpr uint32_t kSystemPages = 64;
 constexpr uint32_t kBatchPages = 64;
 
+constexpr uint32_t kSystemTotalPages = kSystemPrompts * kSystemPages;
+
 struct EvictWorld {
-  EvictWorld(uint32_t leaves, uint32_t pages_per_leaf)
+  EvictWorld(uint32_t leaves, uint32_t pages_per_leaf, bool blockhash)
       : leaves(leaves),
         pages_per_leaf(pages_per_leaf),
-        pool(KvLayout{1, 1, 1, 2, kPageTokens},
-             kSystemPrompts * kSystemPages + leaves * pages_per_leaf + 1024),
-        tree(pool, make_policy("lru")) {
+        blockhash(blockhash),
+        pool(KvLayout{1, 1, 1, 2, kPageTokens}, kSystemTotalPages + leaves * pages_per_leaf + 1024),
+        tree(pool, make_policy("lru")),
+        // Exactly the pages it uses, so that its free queue holds nothing but cached pages.
+        blocks(kPageTokens, kSystemTotalPages + leaves * pages_per_leaf) {
     Rng rng(7);
     for (auto& prompt : system_prompts) {
       for (uint32_t t = 0; t < kSystemPages * kPageTokens; ++t) prompt.push_back(rng.token());
+    }
+    if (blockhash) {
+      std::vector<PageId> system_pages(kSystemTotalPages);
+      for (PageId page = 0; page < kSystemTotalPages; ++page) system_pages[page] = page;
+      blocks.lock(system_pages);
     }
     for (uint32_t leaf = 0; leaf < leaves; ++leaf) cache_leaf(leaf);
   }
 
   // Leaf j: system prompt j % 8, then k pages of its own tokens (derived from j, not stored).
   void cache_leaf(uint32_t leaf) {
-    key = system_prompts[leaf % kSystemPrompts];
+    const uint32_t system = leaf % kSystemPrompts;
+    key = system_prompts[system];
     Rng rng(uint64_t{leaf} * 0x100000001b3ull + 1);
     for (uint32_t t = 0; t < pages_per_leaf * kPageTokens; ++t) key.push_back(rng.token());
     pages.clear();
+    if (blockhash) {
+      // Fixed page ids: the system prompt's, then the leaf's own range.
+      for (uint32_t p = 0; p < kSystemPages; ++p) pages.push_back(system * kSystemPages + p);
+      for (uint32_t p = 0; p < pages_per_leaf; ++p) {
+        pages.push_back(kSystemTotalPages + leaf * pages_per_leaf + p);
+      }
+      blocks.insert(0, key, pages);
+      blocks.recycle(std::span<const PageId>(pages).subspan(kSystemPages));
+      return;
+    }
     fresh.clear();
     tree.peek(0, key, &pages);
     if (!pool.allocate(static_cast<uint32_t>(key.size() / kPageTokens - pages.size()), fresh)) {
@@ -65,9 +89,14 @@ struct EvictWorld {
     evicted_since_refill = 0;
   }
 
+  uint64_t evict(uint64_t n) { return blockhash ? blocks.evict(n) : tree.evict_pages(n); }
+  uint64_t evictable_leaves() const { return blockhash ? 0 : tree.evictable_leaves(); }
+
   uint32_t leaves, pages_per_leaf;
+  bool blockhash;
   PagePool pool;
   RadixTree tree;
+  BlockHashIndex blocks;
   std::vector<TokenId> system_prompts[kSystemPrompts];
   std::vector<TokenId> key;
   std::vector<PageId> pages, fresh;
@@ -75,15 +104,19 @@ struct EvictWorld {
   uint64_t evicted_since_refill = 0;
 };
 
-EvictWorld& evict_world(uint32_t leaves, uint32_t pages_per_leaf) {
-  static std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<EvictWorld>> worlds;
-  auto& world = worlds[{leaves, pages_per_leaf}];
-  if (!world) world = std::make_unique<EvictWorld>(leaves, pages_per_leaf);
+EvictWorld& evict_world(uint32_t leaves, uint32_t pages_per_leaf, bool blockhash) {
+  // One world at a time: the 10^6-leaf ones are large.
+  static std::unique_ptr<EvictWorld> world;
+  if (!world || world->leaves != leaves || world->pages_per_leaf != pages_per_leaf ||
+      world->blockhash != blockhash) {
+    world.reset();
+    world = std::make_unique<EvictWorld>(leaves, pages_per_leaf, blockhash);
+  }
   return *world;
 }
 
-void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf) {
-  EvictWorld& world = evict_world(leaves, pages_per_leaf);
+void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf, bool blockhash) {
+  EvictWorld& world = evict_world(leaves, pages_per_leaf, blockhash);
   const uint64_t refill_at =
       std::max<uint64_t>(kBatchPages, uint64_t{leaves} * pages_per_leaf / 10);
   uint64_t evicted = 0, evictable_leaves = 0;
@@ -94,15 +127,16 @@ void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf)
       world.refill();
       state.ResumeTiming();
     }
-    const uint64_t got = world.tree.evict_pages(kBatchPages);
+    const uint64_t got = world.evict(kBatchPages);
     world.evicted_since_refill += got;
     evicted += got;
-    evictable_leaves += world.tree.evictable_leaves();
+    evictable_leaves += world.evictable_leaves();
   }
   if (evicted != kBatchPages * static_cast<uint64_t>(state.iterations())) {
-    state.SkipWithError("evict_pages released fewer pages than asked");
+    state.SkipWithError("eviction released fewer pages than asked");
   }
   state.SetItemsProcessed(static_cast<int64_t>(evicted));
+  if (blockhash) return;
   // The work per page: nodes removed per evicted page is 1/k at every N.
   state.counters["nodes_per_page"] =
       static_cast<double>(world.tree.stats().evicted_nodes - nodes_before) /
@@ -114,11 +148,14 @@ void bm_evict(benchmark::State& state, uint32_t leaves, uint32_t pages_per_leaf)
 }  // namespace
 
 void register_evict_benchmarks() {
-  for (uint32_t pages_per_leaf : {1u, 8u}) {
-    for (uint32_t leaves : {1'000u, 10'000u, 100'000u, 1'000'000u}) {
-      const std::string name =
-          fmt::format("BM_Evict/radix/leaves:{}/pages_per_leaf:{}", leaves, pages_per_leaf);
-      benchmark::RegisterBenchmark(name.c_str(), bm_evict, leaves, pages_per_leaf);
+  for (bool blockhash : {false, true}) {
+    for (uint32_t pages_per_leaf : {1u, 8u}) {
+      for (uint32_t leaves : {1'000u, 10'000u, 100'000u, 1'000'000u}) {
+        const std::string name =
+            fmt::format("BM_Evict/{}/leaves:{}/pages_per_leaf:{}",
+                        blockhash ? "blockhash" : "radix", leaves, pages_per_leaf);
+        benchmark::RegisterBenchmark(name.c_str(), bm_evict, leaves, pages_per_leaf, blockhash);
+      }
     }
   }
 }

@@ -27,9 +27,13 @@ MatchWorld::MatchWorld(uint64_t target_tokens, uint32_t page_tokens)
       tree(pool, make_policy("lru")),
       blocks(page_tokens, pool.capacity_pages()),
       linear(page_tokens) {
-  // The block-hash index was constructed above; count what it holds from here on, on top of its
-  // per-page arrays, which the constructor allocated.
-  const int64_t blocks_arrays = int64_t{pool.capacity_pages()} * 3 * sizeof(uint32_t);
+  // The block-hash index was constructed above: its per-page arrays are measured on a twin built
+  // here, and what its map holds is counted as the prompts go in.
+  int64_t blocks_arrays = alloc_counts().live_bytes;
+  {
+    const BlockHashIndex twin(page_tokens, pool.capacity_pages());
+    blocks_arrays = alloc_counts().live_bytes - blocks_arrays;
+  }
   int64_t blocks_delta = 0, linear_delta = 0;
   std::vector<PageId> pages;
   std::vector<PageId> fresh;

@@ -9,6 +9,8 @@ namespace radixkv::bench {
 BlockHashIndex::BlockHashIndex(uint32_t page_tokens, uint32_t capacity_pages)
     : page_tokens_(page_tokens),
       refcount_(capacity_pages, 0),
+      page_hash_(capacity_pages, 0),
+      page_cached_(capacity_pages, false),
       prev_(capacity_pages, kInvalidPage),
       next_(capacity_pages, kInvalidPage) {
   if (page_tokens == 0) throw std::invalid_argument("BlockHashIndex: page_tokens must be >= 1");
@@ -46,6 +48,10 @@ uint32_t BlockHashIndex::insert(Namespace ns, std::span<const TokenId> tokens,
   for (std::size_t i = 0; i < whole; ++i) {
     hash = chain(hash, tokens.data() + i * page_tokens_);
     const bool inserted = map_.try_emplace(hash, pages[i]).second;
+    if (inserted) {
+      page_hash_[pages[i]] = hash;
+      page_cached_[pages[i]] = true;
+    }
     still_cached = still_cached && !inserted;
     if (still_cached) ++cached;
   }
@@ -57,7 +63,11 @@ void BlockHashIndex::erase(Namespace ns, std::span<const TokenId> tokens, uint32
   uint64_t hash = ns;
   for (std::size_t i = 0; i < whole; ++i) {
     hash = chain(hash, tokens.data() + i * page_tokens_);
-    if (i >= first_page) map_.erase(hash);
+    if (i < first_page) continue;
+    const auto it = map_.find(hash);
+    if (it == map_.end()) continue;
+    page_cached_[it->second] = false;
+    map_.erase(it);
   }
 }
 
@@ -86,6 +96,25 @@ void BlockHashIndex::unlock(std::span<const PageId> pages) {
   for (auto it = pages.rbegin(); it != pages.rend(); ++it) {
     if (refcount_[*it] == 0) throw std::logic_error("BlockHashIndex::unlock: page is not locked");
     if (--refcount_[*it] == 0) push_back(*it);
+  }
+}
+
+uint64_t BlockHashIndex::evict(uint64_t n) {
+  uint64_t taken = 0;
+  for (; taken < n && head_ != kInvalidPage; ++taken) {
+    const PageId page = head_;
+    unlink(page);
+    if (page_cached_[page]) {
+      map_.erase(page_hash_[page]);
+      page_cached_[page] = false;
+    }
+  }
+  return taken;
+}
+
+void BlockHashIndex::recycle(std::span<const PageId> pages) {
+  for (PageId page : pages) {
+    if (refcount_[page] == 0 && !queued(page)) push_back(page);
   }
 }
 

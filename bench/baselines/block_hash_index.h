@@ -6,7 +6,9 @@
 // cached prefix is found page by page: hash the next page, look it up, stop at the first miss.
 // Like those engines it trusts the 64-bit hash and never compares tokens; it stores no tokens.
 // Pinning follows vLLM's block pool: a refcount per page, and a page with refcount 0 sits in a
-// free queue (a doubly linked list by page id) from which it is unlinked when first pinned.
+// free queue (a doubly linked list by page id, least recently freed first) from which it is
+// unlinked when first pinned. Eviction is vLLM's too: pop the head of the free queue and drop its
+// hash from the map.
 //
 // Not thread-safe.
 #pragma once
@@ -37,6 +39,11 @@ class BlockHashIndex {
   // vLLM's touch() and free(): pin and unpin the pages of a block table.
   void lock(std::span<const PageId> pages);
   void unlock(std::span<const PageId> pages);
+  // Takes up to n pages from the head of the free queue (they leave it, as when vLLM hands them
+  // to a new request), dropping the map entry of each that was cached; returns how many it took.
+  uint64_t evict(uint64_t n);
+  // Appends unpinned pages that are not in the free queue (taken by evict) to its tail.
+  void recycle(std::span<const PageId> pages);
 
   std::size_t size() const { return map_.size(); }
 
@@ -44,10 +51,13 @@ class BlockHashIndex {
   uint64_t chain(uint64_t parent, const TokenId* page) const;
   void unlink(PageId page);
   void push_back(PageId page);
+  bool queued(PageId page) const { return page == head_ || prev_[page] != kInvalidPage; }
 
   uint32_t page_tokens_;
   std::unordered_map<uint64_t, PageId> map_;
   std::vector<uint32_t> refcount_;
+  std::vector<uint64_t> page_hash_;  // the chain hash a page is cached under, when page_cached_
+  std::vector<bool> page_cached_;
   // The free queue: prev_/next_ by page id, kInvalidPage at the ends.
   std::vector<PageId> prev_, next_;
   PageId head_ = kInvalidPage, tail_ = kInvalidPage;
