@@ -87,6 +87,28 @@ uint32_t TraceBuilder::add(TraceRequest request, std::span<const Segment> segmen
   return static_cast<uint32_t>(trace_.requests.size() - 1);
 }
 
+void TokenExpander::append(uint64_t key, uint32_t length) {
+  if (length < kMinMemoTokens || length > memo_limit_) {
+    append_content(key, 0, length, tokens_);
+    return;
+  }
+  const auto found = memo_.find(key);
+  std::vector<TokenId>* memo = found == memo_.end() ? nullptr : &found->second;
+  if (memo == nullptr || memo->size() < length) {
+    const uint64_t have = memo ? memo->size() : 0;
+    if (memo_size_ + length - have > memo_limit_) {
+      memo_.clear();
+      memo_size_ = 0;
+      memo = nullptr;
+    }
+    if (memo == nullptr) memo = &memo_[key];
+    const auto begin = static_cast<uint32_t>(memo->size());
+    append_content(key, begin, length - begin, *memo);
+    memo_size_ += length - begin;
+  }
+  tokens_.insert(tokens_.end(), memo->begin(), memo->begin() + length);
+}
+
 std::span<const TokenId> TokenExpander::expand(std::size_t index) {
   chain_.clear();
   for (uint32_t i = static_cast<uint32_t>(index); i != kNoParent; i = trace_.requests[i].parent) {
@@ -97,8 +119,8 @@ std::span<const TokenId> TokenExpander::expand(std::size_t index) {
   // Oldest ancestor first: its segments, its answer, then the next generation.
   for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
     const TraceRequest& r = trace_.requests[*it];
-    for (const Segment& s : trace_.segments_of(r)) append_content(s.key, 0, s.length, tokens_);
-    if (*it != index) append_content(r.answer_key, 0, r.output_tokens, tokens_);
+    for (const Segment& s : trace_.segments_of(r)) append(s.key, s.length);
+    if (*it != index) append(r.answer_key, r.output_tokens);
   }
   return tokens_;
 }

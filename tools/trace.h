@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "eviction/eviction_entry.h"
@@ -118,15 +119,31 @@ class TraceBuilder {
 
 // Expands prompts into token ids, reusing its buffers: one request at a time, never the whole
 // trace at once. The output holds exactly request.input_tokens tokens.
+//
+// Prompts re-expand the same content again and again (a system prompt in every conversation,
+// every earlier turn in each new one), so contents of at least kMinMemoTokens tokens are kept
+// expanded in a memo (8 MiB by default) and copied from there. The memo holds at most
+// `memo_tokens` tokens and is dropped whole when it would grow past that. The output never depends
+// on it; on a multi-turn trace it makes expansion about 3x faster, on Mooncake (blocks mostly used
+// once or twice) it costs a few hundredths of a second.
 class TokenExpander {
  public:
-  explicit TokenExpander(const Trace& trace) : trace_(trace) {}
+  static constexpr uint32_t kMinMemoTokens = 64;
+  static constexpr uint64_t kDefaultMemoTokens = uint64_t{1} << 21;  // 8 MiB of tokens
+
+  explicit TokenExpander(const Trace& trace, uint64_t memo_tokens = kDefaultMemoTokens)
+      : trace_(trace), memo_limit_(memo_tokens) {}
   std::span<const TokenId> expand(std::size_t index);
 
  private:
+  void append(uint64_t key, uint32_t length);
+
   const Trace& trace_;
   std::vector<uint32_t> chain_;
   std::vector<TokenId> tokens_;
+  std::unordered_map<uint64_t, std::vector<TokenId>> memo_;
+  uint64_t memo_size_ = 0;
+  uint64_t memo_limit_;
 };
 
 }  // namespace radixkv::tools
