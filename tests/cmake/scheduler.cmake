@@ -3,3 +3,7 @@ radixkv_add_test(test_scheduler SOURCES test_scheduler.cpp LIBS radixkv_runtime)
 
 # Engine-mode replay (issues 4, 5): hand-worked turns, generated traces, tight pools, the CLI.
 radixkv_add_test(test_engine SOURCES test_engine.cpp LIBS radixkv_cli)
+
+# Issue 8's stress: over a million engine-mode requests through a tight pool (Release: ~30 s).
+radixkv_add_test(test_engine_stress SOURCES test_engine_stress.cpp LIBS radixkv_replay
+  LABELS slow)
