@@ -29,9 +29,21 @@ Run cli(std::vector<std::string> args) {
   return {status, out.str(), err.str()};
 }
 
+// One scratch folder per test process, removed when the process ends.
+const fs::path& scratch_dir() {
+  struct Scratch {
+    fs::path path = fs::temp_directory_path() / ("radixkv_cli_test_" + std::to_string(::getpid()));
+    ~Scratch() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Scratch scratch;
+  return scratch.path;
+}
+
 fs::path temp_file(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("radixkv_cli_test_" + std::to_string(::getpid()));
+  const fs::path& dir = scratch_dir();
   fs::create_directories(dir);
   std::ofstream(dir / name) << text;
   return dir / name;
