@@ -177,3 +177,18 @@ TEST_CASE("cache mode: a capacity of zero pages is refused") {
   config.capacity_pages = 0;
   CHECK_THROWS_AS(replay_cache(trace, config), std::invalid_argument);
 }
+
+TEST_CASE("cache mode: a capacity far beyond the trace replays like an unbounded cache") {
+  // The first hand-made trace has 10 full pages of 4 tokens in all: a capacity of 3e9 pages is
+  // replayed with a pool of 10, and must report the same as room for 100.
+  const Trace trace = parse_native(R"({"id": 0, "t": 0, "segs": [[1, 8]]}
+{"id": 1, "t": 1, "segs": [[1, 8], [2, 6]], "out": 2}
+{"id": 2, "t": 2, "parent": 1, "segs": [[3, 4]]})",
+                                   "t");
+  const ReplayResult small = replay(trace, 4, 100);
+  const ReplayResult huge = replay(trace, 4, 3'000'000'000);
+  CHECK(huge.hit_tokens == small.hit_tokens);
+  CHECK(huge.inserted_pages == small.inserted_pages);
+  CHECK(huge.evicted_pages == 0);
+  CHECK(huge.capacity_pages == 3'000'000'000);
+}

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -43,7 +44,14 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     throw std::invalid_argument(fmt::format("cache capacity must be between 1 and {} pages, got {}",
                                             kInvalidPage - 1, config.capacity_pages));
   }
-  PagePool pool(config.layout, static_cast<uint32_t>(config.capacity_pages));
+  // The cache never holds more pages than the trace's prompts have in all, so a larger capacity
+  // replays exactly like that many pages: the pool is cut to size instead of allocating
+  // bookkeeping for pages that could never be used (--capacity-tokens 1e10 --page-tokens 1).
+  uint64_t trace_pages = 0;
+  for (const TraceRequest& r : trace.requests)
+    trace_pages += r.input_tokens / config.layout.page_tokens;
+  const uint64_t pool_pages = std::clamp<uint64_t>(trace_pages, 1, config.capacity_pages);
+  PagePool pool(config.layout, static_cast<uint32_t>(pool_pages));
   auto tree = std::make_unique<RadixTree>(
       pool, config.policy_factory ? config.policy_factory(trace) : make_policy(config.policy));
 

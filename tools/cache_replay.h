@@ -13,6 +13,8 @@
 // Hit rate = hit tokens / input tokens over the whole trace. Answers are not cached here (engine
 // mode caches them); a partial last page is never cached.
 //
+// A capacity above the trace's total prompt pages replays with a pool of that total (the same
+// result; no eviction can happen either way), so huge capacities cost no memory.
 // At the end the page accounting identity (capacity = free + cached, no private pages) and
 // tree.verify() are checked once, the tree is destroyed, and every page not back on the free list
 // counts as leaked. A violation is reported in the result (ReplayResult::ok()), not thrown.
