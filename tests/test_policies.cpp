@@ -72,10 +72,14 @@ TEST_CASE_TEMPLATE("add, remove, access and victim keep the linked set exact", T
   std::set<const EvictionEntry*> linked;
   std::vector<EvictionEntry*> all;
   std::mt19937_64 rng(0xbeef + owner.policy->name().size());
-  const auto pick = [&](const auto& range) {
-    auto it = range.begin();
-    std::advance(it, rng() % range.size());
-    return *it;
+  const auto pick = [&] { return all[rng() % all.size()]; };
+  // In creation order, not address order, so that a seed means the same run in every build.
+  const auto pick_linked = [&] {
+    size_t k = rng() % linked.size();
+    for (EvictionEntry* e : all) {
+      if (linked.count(e) == 1 && k-- == 0) return e;
+    }
+    return static_cast<EvictionEntry*>(nullptr);
   };
   for (int op = 0; op < 6000; ++op) {
     const int choice = static_cast<int>(rng() % 100);
@@ -85,15 +89,15 @@ TEST_CASE_TEMPLATE("add, remove, access and victim keep the linked set exact", T
       all.push_back(&e);
       linked.insert(&e);
     } else if (choice < 35) {  // an access, linked or not: links nothing, unlinks nothing
-      owner.touch(*pick(all), priority);
+      owner.touch(*pick(), priority);
     } else if (choice < 50 && linked.size() < all.size()) {  // unpinned, or a parent became leaf
-      EvictionEntry* e = pick(all);
+      EvictionEntry* e = pick();
       if (linked.count(e) == 0) {
         owner.policy->add(*e);
         linked.insert(e);
       }
     } else if (choice < 65 && !linked.empty()) {  // pinned, or gained a child
-      auto* e = const_cast<EvictionEntry*>(pick(linked));
+      EvictionEntry* e = pick_linked();
       owner.policy->remove(*e);
       linked.erase(e);
     } else if (choice < 80 && !linked.empty()) {  // the tree evicts its victim entirely

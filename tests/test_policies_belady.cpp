@@ -1,20 +1,20 @@
 // The offline bound: NextUseIndex against a scan of the future, `belady` replay against a naive
-// page-level MIN, and belady >= every online policy on generated and real traces.
+// page-level MIN, and belady >= every online policy on generated traces (the shared samples are in
+// test_policies_belady_samples.cpp, labelled slow).
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <vector>
 
-#include "tools/belady_policy.h"
-#include "tools/cache_replay.h"
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
+#include "tests/test_policies_replay.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;
+using radixkv::testing::check_bound;
+using radixkv::testing::replay;
+using radixkv::testing::small_trace;
 
 namespace {
 
@@ -36,24 +36,6 @@ bool shares_prefix(const Trace& trace, const std::vector<Prompt>& prompts, size_
   return trace.requests[i].ns == trace.requests[j].ns && prompts[j].size() >= tokens &&
          std::equal(prompts[i].begin(), prompts[i].begin() + static_cast<std::ptrdiff_t>(tokens),
                     prompts[j].begin());
-}
-
-// Small multi-turn traces with branches and two namespaces: many shared prefixes.
-Trace small_trace(uint64_t seed, uint64_t conversations = 25) {
-  GenConfig config;
-  config.seed = seed;
-  config.conversations = conversations;
-  config.system_prompts = 3;
-  config.namespaces = 2;
-  config.turns = Distribution::parse("uniform:1:5", "--turns");
-  config.system_tokens = Distribution::parse("uniform:4:40", "--system-tokens");
-  config.message_tokens = Distribution::parse("uniform:1:12", "--message-tokens");
-  config.answer_tokens = Distribution::parse("uniform:1:12", "--answer-tokens");
-  config.tool_tokens = Distribution::parse("uniform:1:20", "--tool-tokens");
-  config.agent_steps = Distribution::parse("uniform:1:6", "--agent-steps");
-  config.regenerate = 0.2;
-  config.edit = 0.2;
-  return parse_native(generate_native(config), "gen");
 }
 
 // Cache mode with MIN written directly over pages: every cached page is keyed by its whole prefix;
@@ -106,32 +88,6 @@ uint64_t naive_belady_hits(const Trace& trace, uint32_t P, uint64_t capacity) {
     }
   }
   return hits;
-}
-
-ReplayResult replay(const Trace& trace, uint32_t P, uint64_t capacity, const std::string& policy,
-                    std::shared_ptr<const NextUseIndex> index = nullptr) {
-  CacheReplayConfig config;
-  config.layout = KvLayout{1, 1, 1, 2, P};
-  config.capacity_pages = capacity;
-  config.policy = policy;
-  if (policy == kBeladyPolicyName) use_belady(config, index);
-  return replay_cache(trace, config);
-}
-
-// belady >= every online policy, each run clean, at each capacity; returns the bound's hit rates.
-void check_bound(const Trace& trace, uint32_t P, const std::vector<uint64_t>& capacities) {
-  const auto index = std::make_shared<const NextUseIndex>(trace, P);
-  for (uint64_t capacity : capacities) {
-    CAPTURE(capacity);
-    const ReplayResult bound = replay(trace, P, capacity, "belady", index);
-    REQUIRE(bound.ok());
-    for (std::string_view name : policy_names()) {
-      CAPTURE(name);
-      const ReplayResult online = replay(trace, P, capacity, std::string(name));
-      REQUIRE(online.ok());
-      CHECK(bound.hit_tokens >= online.hit_tokens);
-    }
-  }
 }
 
 }  // namespace
@@ -190,18 +146,6 @@ TEST_CASE("belady is never below any policy on generated multi-turn traces") {
       check_bound(trace, P, {8, 30, 120, 400});
     }
   }
-}
-
-TEST_CASE("belady is never below any policy on the Mooncake and agentic samples") {
-  const std::filesystem::path shared = RADIXKV_SHARED_TRACES;
-  const auto mooncake = shared / "mooncake" / "synthetic_trace.jsonl";
-  const auto agentic = shared / "agentic-coding" / "trace_0026.json";
-  if (!std::filesystem::exists(mooncake) || !std::filesystem::exists(agentic)) {
-    MESSAGE("shared traces not found under ", shared.string(), ": skipped");
-    return;
-  }
-  check_bound(read_trace(mooncake.string(), {}), 16, {1u << 16, 1u << 18});
-  check_bound(read_trace(agentic.string(), {}), 16, {64, 256, 1024});
 }
 
 TEST_CASE("use_belady refuses an index built for another page size or trace") {

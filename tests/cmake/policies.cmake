@@ -4,8 +4,11 @@ radixkv_add_test(test_policies
   SOURCES test_policies.cpp test_policies_ordering.cpp test_policies_tree.cpp
   LIBS radixkv_radix)
 
-# The offline bound (tools/belady_policy.h) against a naive MIN and against every policy, on
-# generated traces and on the shared samples (skipped when shared/traces is absent).
+# The offline bound (tools/belady_policy.h) against a naive MIN and against every policy on
+# generated traces; then on the shared samples (slow under sanitizers; skipped when
+# shared/traces is absent).
 radixkv_add_test(test_policies_belady SOURCES test_policies_belady.cpp LIBS radixkv_replay)
-target_compile_definitions(test_policies_belady PRIVATE
+radixkv_add_test(test_policies_belady_samples SOURCES test_policies_belady_samples.cpp
+  LIBS radixkv_replay LABELS slow)
+target_compile_definitions(test_policies_belady_samples PRIVATE
   RADIXKV_SHARED_TRACES="${PROJECT_SOURCE_DIR}/../shared/traces")
