@@ -270,3 +270,25 @@ TEST_CASE("random shared-prefix workloads under a tight pool: no leak, right tok
     }
   }
 }
+
+TEST_CASE("request priorities reach the eviction policy") {
+  // P = 4, 12 pages. A (priority 90) then B (priority 10) each cache 16 tokens (4 pages) and
+  // finish; C (24 tokens, 6 pages) finds 4 free pages and evicts 2. LRU takes them from the
+  // older A; the priority policy from the low-priority B, though B was used last.
+  for (const char* policy : {"lru", "priority"}) {
+    CAPTURE(policy);
+    SchedulerFixture f(4, 12, config_for("fcfs"), RuntimeConfig{0, 1.0, 1.0, policy});
+    const auto a = run_of(16, 0), b = run_of(16, 1000);
+    f.submit(make_request(1, a, 1, 90));
+    f.run();
+    f.submit(make_request(2, b, 1, 10));
+    f.run();
+    REQUIRE(f.runtime.tree().cached_pages() == 8);
+    f.submit(make_request(3, run_of(24, 2000), 1));
+    f.run();
+    const bool by_priority = std::string_view(policy) == "priority";
+    CHECK(f.runtime.tree().peek(0, a) == (by_priority ? 16 : 8));
+    CHECK(f.runtime.tree().peek(0, b) == (by_priority ? 8 : 16));
+    f.check_no_leak();
+  }
+}
