@@ -3,6 +3,7 @@
 #   BUILD_DIR    build folder (default: build)
 #   BUILD_TYPE   CMake build type (default: Release)
 #   CMAKE_ARGS   extra configure arguments, e.g. "-DRADIXKV_WERROR=ON"
+#   TARGETS      targets to build (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +24,5 @@ fi
 build_dir=${BUILD_DIR:-build}
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build_dir" -j"$(nproc)"
+# shellcheck disable=SC2086
+cmake --build "$build_dir" -j"$(nproc)" ${TARGETS:+--target $TARGETS}

@@ -9,7 +9,9 @@ build_dir=build-${sanitizers//,/-}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
-BUILD_DIR=$build_dir BUILD_TYPE=RelWithDebInfo \
+targets=""
+[[ $sanitizers == thread ]] && targets="test_shared_runtime"  # the tests labelled `threads`
+BUILD_DIR=$build_dir BUILD_TYPE=RelWithDebInfo TARGETS=$targets \
   CMAKE_ARGS="${CMAKE_ARGS:-} -DRADIXKV_SANITIZE=$sanitizers -DRADIXKV_CUDA=OFF" scripts/build.sh
 if [[ $sanitizers == thread ]]; then
   ctest --test-dir "$build_dir" --output-on-failure -j2 -L threads
