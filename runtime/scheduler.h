@@ -10,7 +10,7 @@
 //      no page, a victim is preempted (below) and the append retried; the victim may be the
 //      request itself.
 //   2. Prefill: running requests still in prefill get chunks, oldest admission first, within the
-//      step's budget of `chunk_tokens` prefill tokens; each chunk is committed to the cache.
+//      step's budget of `chunk_tokens` prefill tokens (decode tokens do not count against it).
 //   3. Admission: waiting requests in policy order, while budget remains and fewer than
 //      `max_running` run; each admitted request gets its first chunk this step. A request is
 //      tried only when free + evictable pages cover its uncached pages plus one page of decode
