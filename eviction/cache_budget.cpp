@@ -8,10 +8,11 @@
 namespace radixkv {
 
 CacheBudget::CacheBudget(const BudgetConfig& config, uint64_t bytes_per_page) {
-  if (bytes_per_page == 0) throw std::invalid_argument("CacheBudget: bytes_per_page must be at least 1");
+  if (bytes_per_page == 0)
+    throw std::invalid_argument("CacheBudget: bytes_per_page must be at least 1");
   if (config.cache_bytes < bytes_per_page) {
-    throw std::invalid_argument(fmt::format(
-        "cache budget of {} bytes is below one page ({} bytes)", config.cache_bytes, bytes_per_page));
+    throw std::invalid_argument(fmt::format("cache budget of {} bytes is below one page ({} bytes)",
+                                            config.cache_bytes, bytes_per_page));
   }
   // Written as negations so that NaN fails too.
   if (!(config.high_watermark > 0.0 && config.high_watermark <= 1.0)) {

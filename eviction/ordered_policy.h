@@ -68,4 +68,14 @@ struct BySegmentThenRank {
   }
 };
 
+// For sets ordered BySegmentThenRank: the oldest entry of a segment is
+// entries_.lower_bound(SegmentKey{segment}, SegmentLess{}).
+struct SegmentKey {
+  uint8_t segment;
+};
+struct SegmentLess {
+  bool operator()(const EvictionEntry& a, SegmentKey b) const { return a.segment < b.segment; }
+  bool operator()(SegmentKey a, const EvictionEntry& b) const { return a.segment < b.segment; }
+};
+
 }  // namespace radixkv

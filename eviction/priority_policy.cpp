@@ -7,19 +7,6 @@
 
 namespace radixkv {
 
-namespace {
-
-// Finds the first entry of a segment in a set ordered by segment then rank.
-struct SegmentKey {
-  uint8_t segment;
-};
-struct SegmentLess {
-  bool operator()(const EvictionEntry& a, SegmentKey b) const { return a.segment < b.segment; }
-  bool operator()(SegmentKey a, const EvictionEntry& b) const { return a.segment < b.segment; }
-};
-
-}  // namespace
-
 PriorityPolicy::PriorityPolicy(double retention_seconds) : retention_(retention_seconds) {
   if (!(retention_seconds > 0.0)) {
     throw std::invalid_argument(fmt::format(

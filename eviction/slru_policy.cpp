@@ -7,18 +7,6 @@
 
 namespace radixkv {
 
-namespace {
-
-struct SegmentKey {
-  uint8_t segment;
-};
-struct SegmentLess {
-  bool operator()(const EvictionEntry& a, SegmentKey b) const { return a.segment < b.segment; }
-  bool operator()(SegmentKey a, const EvictionEntry& b) const { return a.segment < b.segment; }
-};
-
-}  // namespace
-
 SlruPolicy::SlruPolicy(double protected_fraction) : protected_fraction_(protected_fraction) {
   if (!(protected_fraction >= 0.0 && protected_fraction <= 1.0)) {
     throw std::invalid_argument(

@@ -27,7 +27,8 @@ constexpr std::array kPresets = {
 
 void KvLayout::validate() const {
   auto require = [](uint32_t value, const char* field) {
-    if (value == 0) throw std::invalid_argument(fmt::format("KvLayout: {} must be at least 1", field));
+    if (value == 0)
+      throw std::invalid_argument(fmt::format("KvLayout: {} must be at least 1", field));
   };
   require(layers, "layers");
   require(kv_heads, "kv_heads");
@@ -37,9 +38,9 @@ void KvLayout::validate() const {
 }
 
 std::string KvLayout::to_string() const {
-  return fmt::format("{} layers x {} kv heads x {} dim x {} B, {} tokens/page ({} B/token, {} B/page)",
-                     layers, kv_heads, head_dim, dtype_bytes, page_tokens, bytes_per_token(),
-                     bytes_per_page());
+  return fmt::format(
+      "{} layers x {} kv heads x {} dim x {} B, {} tokens/page ({} B/token, {} B/page)", layers,
+      kv_heads, head_dim, dtype_bytes, page_tokens, bytes_per_token(), bytes_per_page());
 }
 
 KvLayout KvLayout::preset(std::string_view name, uint32_t page_tokens) {

@@ -15,8 +15,9 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
   layout_.validate();
   bytes_per_page_ = layout_.bytes_per_page();
   if (capacity_pages == 0 || capacity_pages == kInvalidPage) {
-    throw std::invalid_argument(fmt::format(
-        "PagePool: capacity must be between 1 and {} pages, got {}", kInvalidPage - 1, capacity_pages));
+    throw std::invalid_argument(
+        fmt::format("PagePool: capacity must be between 1 and {} pages, got {}", kInvalidPage - 1,
+                    capacity_pages));
   }
   backend_->reserve(capacity_, bytes_per_page_);
   refcount_.assign(capacity_, 0);
@@ -29,9 +30,9 @@ uint32_t PagePool::pages_for_bytes(const KvLayout& layout, uint64_t bytes) {
   const uint64_t per_page = layout.bytes_per_page();
   const uint64_t pages = bytes / per_page;
   if (pages == 0) {
-    throw std::invalid_argument(fmt::format(
-        "a budget of {} bytes holds no page: one page of {} tokens needs {} bytes", bytes,
-        layout.page_tokens, per_page));
+    throw std::invalid_argument(
+        fmt::format("a budget of {} bytes holds no page: one page of {} tokens needs {} bytes",
+                    bytes, layout.page_tokens, per_page));
   }
   if (pages >= kInvalidPage) {
     throw std::invalid_argument(fmt::format(
@@ -54,18 +55,20 @@ bool PagePool::allocate(uint32_t n, std::vector<PageId>& out) {
 
 void PagePool::check_held(PageId page, const char* operation) const {
   if (page >= capacity_) {
-    throw std::logic_error(
-        fmt::format("PagePool::{}: page {} is not in this pool of {} pages", operation, page, capacity_));
+    throw std::logic_error(fmt::format("PagePool::{}: page {} is not in this pool of {} pages",
+                                       operation, page, capacity_));
   }
   if (refcount_[page] == 0) {
-    throw std::logic_error(fmt::format("PagePool::{}: page {} is free (refcount 0)", operation, page));
+    throw std::logic_error(
+        fmt::format("PagePool::{}: page {} is free (refcount 0)", operation, page));
   }
 }
 
 void PagePool::retain(PageId page) {
   check_held(page, "retain");
   if (refcount_[page] == std::numeric_limits<uint32_t>::max()) {
-    throw std::logic_error(fmt::format("PagePool::retain: refcount of page {} would overflow", page));
+    throw std::logic_error(
+        fmt::format("PagePool::retain: refcount of page {} would overflow", page));
   }
   ++refcount_[page];
 }
@@ -82,8 +85,8 @@ void PagePool::release(std::span<const PageId> pages) {
 
 uint32_t PagePool::refcount(PageId page) const {
   if (page >= capacity_) {
-    throw std::logic_error(
-        fmt::format("PagePool::refcount: page {} is not in this pool of {} pages", page, capacity_));
+    throw std::logic_error(fmt::format(
+        "PagePool::refcount: page {} is not in this pool of {} pages", page, capacity_));
   }
   return refcount_[page];
 }

@@ -108,9 +108,9 @@ RadixTree::Cursor RadixTree::locate(const RadixNode* root, std::span<const Token
     const uint32_t edge = child->pages * page_tokens_;
     const uint32_t comparable = std::min(edge, usable - pos);
     // The first page is known equal; compare the rest and keep whole pages only.
-    const uint32_t same = page_tokens_ + common_prefix(child->tokens_ + page_tokens_,
-                                                       tokens.data() + pos + page_tokens_,
-                                                       comparable - page_tokens_);
+    const uint32_t same =
+        page_tokens_ + common_prefix(child->tokens_ + page_tokens_,
+                                     tokens.data() + pos + page_tokens_, comparable - page_tokens_);
     const uint32_t same_pages = same / page_tokens_;
     if (pages != nullptr) pages->insert(pages->end(), child->pages_, child->pages_ + same_pages);
     pos += same_pages * page_tokens_;

@@ -33,8 +33,8 @@ void RadixTree::verify() const {
   while (!stack.empty()) {
     const RadixNode* node = stack.back();
     stack.pop_back();
-    const std::string where =
-        fmt::format("node (ns {}, depth {} pages, {} pages)", node->ns_, node->prefix_pages, node->pages);
+    const std::string where = fmt::format("node (ns {}, depth {} pages, {} pages)", node->ns_,
+                                          node->prefix_pages, node->pages);
     uint64_t child_locks = 0;
     node->children_.for_each([&](uint64_t hash, const RadixNode* child) {
       if (child->parent_ != node) fail(where + ": a child's parent pointer is elsewhere");
@@ -64,7 +64,8 @@ void RadixTree::verify() const {
       if (seen[page]) fail(fmt::format("{}: page {} is indexed twice", where, page));
       seen[page] = true;
       if (!in_tree_[page]) fail(fmt::format("{}: page {} is not marked as indexed", where, page));
-      if (pool_.refcount(page) == 0) fail(fmt::format("{}: page {} is free in the pool", where, page));
+      if (pool_.refcount(page) == 0)
+        fail(fmt::format("{}: page {} is free in the pool", where, page));
     }
     cached += node->pages;
     if (node->lock_count_ > 0) protected_pages += node->pages;
@@ -74,22 +75,28 @@ void RadixTree::verify() const {
     }
     evictable_nodes += evictable(node) ? 1 : 0;
   }
-  if (cached != cached_pages_) fail(fmt::format("cached pages {} != counter {}", cached, cached_pages_));
+  if (cached != cached_pages_)
+    fail(fmt::format("cached pages {} != counter {}", cached, cached_pages_));
   if (protected_pages != protected_pages_) {
     fail(fmt::format("protected pages {} != counter {}", protected_pages, protected_pages_));
   }
   if (evictable_nodes != policy_->size()) {
-    fail(fmt::format("{} evictable nodes but the policy holds {}", evictable_nodes, policy_->size()));
+    fail(fmt::format("{} evictable nodes but the policy holds {}", evictable_nodes,
+                     policy_->size()));
   }
-  if (nodes != stats_.nodes) fail(fmt::format("{} nodes but the counter says {}", nodes, stats_.nodes));
+  if (nodes != stats_.nodes)
+    fail(fmt::format("{} nodes but the counter says {}", nodes, stats_.nodes));
   const auto marked = static_cast<uint64_t>(std::count(in_tree_.begin(), in_tree_.end(), true));
-  if (marked != cached) fail(fmt::format("{} pages marked as indexed but {} cached", marked, cached));
+  if (marked != cached)
+    fail(fmt::format("{} pages marked as indexed but {} cached", marked, cached));
 }
 
 std::string RadixTree::dump(std::size_t max_tokens) const {
-  std::string out = fmt::format("RadixTree: page_tokens {}, {} nodes, {} cached pages ({} protected), policy {} with {} leaves\n",
-                                page_tokens_, stats_.nodes, cached_pages_, protected_pages_,
-                                policy_->name(), policy_->size());
+  std::string out = fmt::format(
+      "RadixTree: page_tokens {}, {} nodes, {} cached pages ({} protected), policy {} with {} "
+      "leaves\n",
+      page_tokens_, stats_.nodes, cached_pages_, protected_pages_, policy_->name(),
+      policy_->size());
   std::vector<std::pair<Namespace, const RadixNode*>> roots(roots_.begin(), roots_.end());
   std::sort(roots.begin(), roots.end());
   std::vector<std::pair<const RadixNode*, int>> stack;
@@ -108,11 +115,13 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
                            node->hits, evictable(node) ? " evictable" : "");
       }
       std::vector<const RadixNode*> children;
-      node->children_.for_each([&](uint64_t, const RadixNode* child) { children.push_back(child); });
+      node->children_.for_each(
+          [&](uint64_t, const RadixNode* child) { children.push_back(child); });
       std::sort(children.begin(), children.end(), [](const RadixNode* a, const RadixNode* b) {
         return a->tokens_[0] > b->tokens_[0];  // popped from the stack in ascending order
       });
-      for (const RadixNode* child : children) stack.emplace_back(child, depth + (node->is_root() ? 0 : 1));
+      for (const RadixNode* child : children)
+        stack.emplace_back(child, depth + (node->is_root() ? 0 : 1));
     }
   }
   return out;
@@ -126,7 +135,8 @@ uint64_t RadixTree::metadata_bytes() const {
     const RadixNode* node = stack.back();
     stack.pop_back();
     bytes += heap::usable_size(node) + node->children_.heap_bytes();
-    if (node->tokens_ != nullptr) bytes += heap::usable_size(node->tokens_) + heap::usable_size(node->pages_);
+    if (node->tokens_ != nullptr)
+      bytes += heap::usable_size(node->tokens_) + heap::usable_size(node->pages_);
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
   }
   return bytes;

@@ -40,8 +40,8 @@ TEST_CASE("insert with the wrong number of pages, or foreign or free pages, chan
   std::vector<PageId> pages;
   REQUIRE(f.pool.allocate(3, pages));
   const auto key = iota_tokens(6, 50);
-  CHECK_THROWS_WITH_AS(f.tree.insert(0, key, std::span(pages).first(2)), doctest::Contains("3 whole pages"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(f.tree.insert(0, key, std::span(pages).first(2)),
+                       doctest::Contains("3 whole pages"), std::invalid_argument);
   std::vector<PageId> foreign{pages[0], 999, pages[2]};
   CHECK_THROWS_WITH_AS(f.tree.insert(0, key, foreign), doctest::Contains("not in the pool"),
                        std::invalid_argument);

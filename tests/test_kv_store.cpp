@@ -56,6 +56,6 @@ TEST_CASE("pages_for_bytes converts budgets and refuses one below a page") {
   const KvLayout layout = KvLayout::preset("llama-3-8b", 16);  // 2 MiB pages
   CHECK(PagePool::pages_for_bytes(layout, 8ull << 30) == 4096);
   CHECK(PagePool::pages_for_bytes(layout, (2ull << 20) + 1) == 1);
-  CHECK_THROWS_WITH_AS(PagePool::pages_for_bytes(layout, 1 << 20), doctest::Contains("holds no page"),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(PagePool::pages_for_bytes(layout, 1 << 20),
+                       doctest::Contains("holds no page"), std::invalid_argument);
 }

@@ -162,9 +162,9 @@ TEST_CASE("eviction follows LRU, takes pages from the tail, and then offers the 
 
 TEST_CASE("a parent that becomes a leaf is ordered by its own last access") {
   CacheFixture f(1);
-  f.cache(std::vector<TokenId>{1, 2});      // t1: stem [1] with child [2]
-  f.cache(std::vector<TokenId>{7});         // t2: another leaf
-  f.cache(std::vector<TokenId>{1, 3});      // t3: the stem [1] is touched again
+  f.cache(std::vector<TokenId>{1, 2});       // t1: stem [1] with child [2]
+  f.cache(std::vector<TokenId>{7});          // t2: another leaf
+  f.cache(std::vector<TokenId>{1, 3});       // t3: the stem [1] is touched again
   f.tree.match(0, std::vector<TokenId>{7});  // t4: [7] is newer than the stem
   // Evict [2] (oldest), then [3]: the stem becomes a leaf stamped t3, older than [7] at t4.
   CHECK(f.tree.evict_pages(2) == 2);
