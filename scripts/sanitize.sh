@@ -11,8 +11,11 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
 targets=""
 [[ $sanitizers == thread ]] && targets="test_shared_runtime"  # the tests labelled `threads`
+# Warnings are not errors here: the normal build enforces them, and GCC 12's -Wmaybe-uninitialized
+# misfires on libstdc++'s std::regex once sanitizer instrumentation is in.
 BUILD_DIR=$build_dir BUILD_TYPE=RelWithDebInfo TARGETS=$targets \
-  CMAKE_ARGS="${CMAKE_ARGS:-} -DRADIXKV_SANITIZE=$sanitizers -DRADIXKV_CUDA=OFF" scripts/build.sh
+  CMAKE_ARGS="${CMAKE_ARGS:-} -DRADIXKV_WERROR=OFF -DRADIXKV_SANITIZE=$sanitizers -DRADIXKV_CUDA=OFF" \
+  scripts/build.sh
 if [[ $sanitizers == thread ]]; then
   ctest --test-dir "$build_dir" --output-on-failure -j2 -L threads
 else
