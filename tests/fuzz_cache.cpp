@@ -1,6 +1,7 @@
-// libFuzzer harness: the fuzzer's bytes choose the policy, the page size and every operation of
-// PropertyDriver, so coverage guidance hunts for sequences where the tree, the pool and the
-// policies disagree with the naive oracle. Any disagreement or exception aborts with its reason.
+// libFuzzer harness: the fuzzer's bytes choose the level (the tree, pool and budget through
+// PropertyDriver, or the runtime adapter through RuntimeDriver), the policy, the page size and
+// every operation, so coverage guidance hunts for sequences where they disagree with the naive
+// oracle. Any disagreement or exception aborts with its reason.
 //
 // Build: CXX=clang++ cmake -B build-fuzz -DRADIXKV_FUZZ=ON && cmake --build build-fuzz --target
 // fuzz_cache Run:   build-fuzz/tests/fuzz_cache -max_total_time=60 tests/fuzz_corpus
@@ -9,6 +10,7 @@
 #include <exception>
 
 #include "tests/property_driver.h"
+#include "tests/runtime_driver.h"
 
 namespace {
 
@@ -30,13 +32,17 @@ struct FuzzSource {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const auto policies = radixkv::policy_names();
-  const std::string_view policy = policies[data[0] % policies.size()];
+  const std::string_view policy = policies[(data[0] & 0x7f) % policies.size()];
+  const bool runtime_level = (data[0] & 0x80) != 0;
   constexpr uint32_t kPageSizes[] = {1, 2, 16};
   const uint32_t page_tokens = kPageSizes[data[1] % 3];
   try {
-    radixkv::testing::PropertyDriver<FuzzSource> driver(policy, page_tokens,
-                                                        FuzzSource{data + 2, size - 2});
-    driver.run(1 << 20);
+    const FuzzSource source{data + 2, size - 2};
+    if (runtime_level) {
+      radixkv::testing::RuntimeDriver<FuzzSource>(policy, page_tokens, source).run(1 << 20);
+    } else {
+      radixkv::testing::PropertyDriver<FuzzSource>(policy, page_tokens, source).run(1 << 20);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_cache: policy %.*s, page_tokens %u: %s\n",
                  static_cast<int>(policy.size()), policy.data(), page_tokens, e.what());

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "radix/radix_node.h"
+#include "radix/radix_tree.h"
 
 namespace radixkv::testing {
 
@@ -101,6 +101,33 @@ class PageOracle {
         Key parent{k.first, {k.second.begin(), k.second.end() - page_tokens_}};
         if (!pages_.count(parent)) return "a page outlived its parent";
       }
+    }
+    return "";
+  }
+
+  // Pages of the model that `tree` no longer indexes: what an operation evicted.
+  std::set<PageId> gone_from(const RadixTree& tree) const {
+    std::set<PageId> gone;
+    for (const auto& [k, page] : pages_) {
+      if (!tree.indexes_page(page.id)) gone.insert(page.id);
+    }
+    return gone;
+  }
+
+  // Compares the whole cached set with `tree`: sizes, pinned pages, and every leaf path's page
+  // ids. Returns the first difference, or "" when they agree.
+  std::string differences(const RadixTree& tree) const {
+    if (tree.cached_pages() != size()) {
+      return "the tree caches " + std::to_string(tree.cached_pages()) + " pages, the oracle " +
+             std::to_string(size());
+    }
+    if (tree.evictable_pages() != unlocked()) return "evictable pages differ";
+    for (const auto& [k, page] : pages_) {
+      if (page.children != 0) continue;
+      std::vector<PageId> got, want;
+      if (tree.peek(k.first, k.second, &got) != k.second.size()) return "a cached path is missing";
+      match_pages(k.first, k.second, &want);
+      if (got != want) return "a cached path has other page ids";
     }
     return "";
   }

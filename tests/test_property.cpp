@@ -6,9 +6,11 @@
 #include <random>
 
 #include "tests/property_driver.h"
+#include "tests/runtime_driver.h"
 
 using namespace radixkv;
 using radixkv::testing::PropertyDriver;
+using radixkv::testing::RuntimeDriver;
 
 namespace {
 
@@ -48,4 +50,28 @@ TEST_CASE("property: random operations agree with the oracle, page size 2") {
 }
 TEST_CASE("property: random operations agree with the oracle, page size 16") {
   run_property(16, 70000);
+}
+
+namespace {
+
+// The same oracle one level up: the runtime adapter's calls, 3 x 20,000 per policy.
+void run_runtime_property(uint32_t page_tokens, int operations) {
+  for (std::string_view policy : policy_names()) {
+    const uint64_t seed = seed_for(0x12345 + page_tokens * 17 + policy.size());
+    INFO("policy ", policy, ", page_tokens ", page_tokens, ", seed ", seed,
+         " (rerun with RADIXKV_SEED=", seed, ")");
+    RuntimeDriver<SeededSource> driver(policy, page_tokens, SeededSource{std::mt19937_64(seed)});
+    REQUIRE_NOTHROW(driver.run(operations));
+    CHECK(driver.stats().reused_tokens > 0);
+    CHECK(driver.stats().admit_no_space > 0);
+    CHECK(driver.stats().admit_too_large > 0);
+    CHECK(driver.stats().extend_no_space > 0);
+    CHECK(driver.stats().evicted_pages > 100);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("property: runtime calls agree with the oracle, page sizes 1, 4 and 16") {
+  for (uint32_t page_tokens : {1u, 4u, 16u}) run_runtime_property(page_tokens, 20000);
 }
