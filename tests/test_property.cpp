@@ -1,5 +1,6 @@
-// Property test: long seeded runs of PropertyDriver (tests/property_driver.h) for every policy and
-// page sizes 1, 2 and 16. Set RADIXKV_SEED to replay a failing seed.
+// Property tests: long seeded runs of PropertyDriver (the tree, the pool and the budget;
+// tests/property_driver.h) and RuntimeDriver (the runtime adapter; tests/runtime_driver.h) for
+// every policy at several page sizes. Set RADIXKV_SEED to replay a failing seed.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -20,58 +21,47 @@ struct SeededSource {
   bool has_more() const { return true; }
 };
 
-uint64_t seed_for(uint64_t fallback) {
-  const char* env = std::getenv("RADIXKV_SEED");
-  return env ? std::strtoull(env, nullptr, 0) : fallback;
+// Runs `Driver` once per policy, each with a seed of its own (or RADIXKV_SEED), and hands its
+// stats to `reached`, which checks that the run reached the paths it exists to test.
+template <template <typename> class Driver, typename Reached>
+void for_every_policy(uint32_t page_tokens, int operations, Reached&& reached) {
+  const char* forced = std::getenv("RADIXKV_SEED");
+  const std::vector<std::string_view> names = policy_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const uint64_t seed =
+        forced ? std::strtoull(forced, nullptr, 0) : 0x5eed0000 + page_tokens * 131 + i;
+    INFO("policy ", names[i], ", page_tokens ", page_tokens, ", seed ", seed,
+         " (rerun with RADIXKV_SEED=", seed, ")");
+    Driver<SeededSource> driver(names[i], page_tokens, SeededSource{std::mt19937_64(seed)});
+    REQUIRE_NOTHROW(driver.run(operations));
+    reached(driver.stats());
+  }
 }
 
-void run_property(uint32_t page_tokens, int operations) {
-  for (std::string_view policy : policy_names()) {
-    const uint64_t seed = seed_for(0x5eed0000 + page_tokens * 131 + policy.size());
-    INFO("policy ", policy, ", page_tokens ", page_tokens, ", seed ", seed,
-         " (rerun with RADIXKV_SEED=", seed, ")");
-    PropertyDriver<SeededSource> driver(policy, page_tokens, SeededSource{std::mt19937_64(seed)});
-    REQUIRE_NOTHROW(driver.run(operations));
-    // The workload must have reached the paths it exists to test.
-    CHECK(driver.stats().splits > 100);
-    CHECK(driver.stats().evicted_pages > 1000);
-    CHECK(driver.stats().evicted_nodes > 100);
-  }
+void tree_property(uint32_t page_tokens) {
+  for_every_policy<PropertyDriver>(page_tokens, 70000, [](const TreeStats& stats) {
+    CHECK(stats.splits > 100);
+    CHECK(stats.evicted_pages > 1000);
+    CHECK(stats.evicted_nodes > 100);
+  });
 }
 
 }  // namespace
 
 // 3 x 70,000 = 210,000 operations per policy.
-TEST_CASE("property: random operations agree with the oracle, page size 1") {
-  run_property(1, 70000);
-}
-TEST_CASE("property: random operations agree with the oracle, page size 2") {
-  run_property(2, 70000);
-}
-TEST_CASE("property: random operations agree with the oracle, page size 16") {
-  run_property(16, 70000);
-}
+TEST_CASE("property: random operations agree with the oracle, page size 1") { tree_property(1); }
+TEST_CASE("property: random operations agree with the oracle, page size 2") { tree_property(2); }
+TEST_CASE("property: random operations agree with the oracle, page size 16") { tree_property(16); }
 
-namespace {
-
-// The same oracle one level up: the runtime adapter's calls, 3 x 20,000 per policy.
-void run_runtime_property(uint32_t page_tokens, int operations) {
-  for (std::string_view policy : policy_names()) {
-    const uint64_t seed = seed_for(0x12345 + page_tokens * 17 + policy.size());
-    INFO("policy ", policy, ", page_tokens ", page_tokens, ", seed ", seed,
-         " (rerun with RADIXKV_SEED=", seed, ")");
-    RuntimeDriver<SeededSource> driver(policy, page_tokens, SeededSource{std::mt19937_64(seed)});
-    REQUIRE_NOTHROW(driver.run(operations));
-    CHECK(driver.stats().reused_tokens > 0);
-    CHECK(driver.stats().admit_no_space > 0);
-    CHECK(driver.stats().admit_too_large > 0);
-    CHECK(driver.stats().extend_no_space > 0);
-    CHECK(driver.stats().evicted_pages > 100);
-  }
-}
-
-}  // namespace
-
+// The same oracle one level up: 3 x 20,000 runtime calls per policy.
 TEST_CASE("property: runtime calls agree with the oracle, page sizes 1, 4 and 16") {
-  for (uint32_t page_tokens : {1u, 4u, 16u}) run_runtime_property(page_tokens, 20000);
+  for (uint32_t page_tokens : {1u, 4u, 16u}) {
+    for_every_policy<RuntimeDriver>(page_tokens, 20000, [](const RuntimeStats& stats) {
+      CHECK(stats.reused_tokens > 0);
+      CHECK(stats.admit_no_space > 0);
+      CHECK(stats.admit_too_large > 0);
+      CHECK(stats.extend_no_space > 0);
+      CHECK(stats.evicted_pages > 100);
+    });
+  }
 }
