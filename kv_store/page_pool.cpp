@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -79,8 +80,26 @@ void PagePool::release(PageId page) {
 }
 
 void PagePool::release(std::span<const PageId> pages) {
-  for (PageId page : pages) check_held(page, "release");  // all valid, or nothing changes
-  for (PageId page : pages) release(page);
+  // All valid, or nothing changes. Checking every id up front is not enough: a page listed more
+  // often than it is held runs out part way. So release in order and, at the first bad id, undo
+  // what came before (the pages freed here are the newest on the free list) and throw.
+  const std::size_t free_before = free_list_.size();
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    const PageId page = pages[i];
+    if (page >= capacity_ || refcount_[page] == 0) {
+      const bool listed_before =
+          std::find(pages.begin(), pages.begin() + i, page) != pages.begin() + i;
+      free_list_.resize(free_before);
+      for (std::size_t j = 0; j < i; ++j) ++refcount_[pages[j]];
+      if (listed_before) {
+        throw std::logic_error(fmt::format(
+            "PagePool::release: page {} is listed more often than it is held (refcount {})", page,
+            refcount_[page]));
+      }
+      check_held(page, "release");  // throws: not in the pool, or free
+    }
+    if (--refcount_[page] == 0) free_list_.push_back(page);
+  }
 }
 
 uint32_t PagePool::refcount(PageId page) const {

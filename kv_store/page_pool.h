@@ -38,6 +38,8 @@ class PagePool {
   [[nodiscard]] bool allocate(uint32_t n, std::vector<PageId>& out);
   void retain(PageId page);
   void release(PageId page);
+  // All or nothing: a bad id, or a page listed more often than it is held, throws and changes
+  // nothing.
   void release(std::span<const PageId> pages);
 
   uint32_t refcount(PageId page) const;

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kv_store/page_pool.h"
@@ -58,4 +59,35 @@ TEST_CASE("pages_for_bytes converts budgets and refuses one below a page") {
   CHECK(PagePool::pages_for_bytes(layout, (2ull << 20) + 1) == 1);
   CHECK_THROWS_WITH_AS(PagePool::pages_for_bytes(layout, 1 << 20),
                        doctest::Contains("holds no page"), std::invalid_argument);
+}
+
+TEST_CASE("releasing a list is all or nothing, also when a page is listed more often than held") {
+  PagePool pool(KvLayout{1, 1, 8, 2, 4}, 4);
+  std::vector<PageId> pages;
+  REQUIRE(pool.allocate(3, pages));
+  pool.retain(pages[1]);  // pages[1] is held twice, the others once
+  const std::vector<uint32_t> before{pool.refcount(pages[0]), pool.refcount(pages[1]),
+                                     pool.refcount(pages[2])};
+  struct BadList {
+    std::vector<PageId> pages;
+    const char* why;
+  };
+  const std::vector<BadList> bad_lists = {
+      {{pages[0], pages[2], pages[0]}, "listed more often"},            // pages[0] below zero
+      {{pages[1], pages[0], pages[1], pages[1]}, "listed more often"},  // held twice, listed 3x
+      {{pages[2], pages[1], PageId{17}}, "not in this pool"},           // a bad id, last
+  };
+  for (const BadList& bad : bad_lists) {
+    CAPTURE(bad.why);
+    CHECK_THROWS_WITH_AS(pool.release(bad.pages), doctest::Contains(bad.why), std::logic_error);
+    CHECK(pool.free_pages() == 1);
+    for (int i = 0; i < 3; ++i) CHECK(pool.refcount(pages[i]) == before[i]);
+  }
+  // Still consistent: a good list (pages[1] twice, as held) frees all three.
+  pool.release(std::vector<PageId>{pages[0], pages[1], pages[1], pages[2]});
+  CHECK(pool.free_pages() == 4);
+  std::vector<PageId> again;
+  REQUIRE(pool.allocate(4, again));
+  std::sort(again.begin(), again.end());
+  CHECK(std::adjacent_find(again.begin(), again.end()) == again.end());  // no page handed out twice
 }
