@@ -87,6 +87,8 @@ TEST_CASE("cli: bad flags exit 2 and name the flag") {
       {{"gen", "--rate", "0"}, "--rate"},
       {{"gen", "--turns", "uniform:3"}, "--turns"},
       {{"gen", "--priorities", "35,500"}, "--priorities"},
+      {{"gen", "--priorities", "4294967331"}, "--priorities"},  // 2^32 + 35 must not wrap to 35
+      {{"gen", "--system-prompts", "1e12"}, "--system-prompts"},
       {{"gen", "--agent-fraction", "2"}, "--agent-fraction"},
       {{"frobnicate"}, "unknown command"},
   };

@@ -64,7 +64,13 @@ std::vector<int32_t> parse_priorities(const std::string& text) {
   while (true) {
     const std::size_t comma = text.find(',', start);
     const std::string part = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    out.push_back(static_cast<int32_t>(parse_count(part, "--priorities")));
+    const uint64_t priority = parse_count(part, "--priorities");
+    // Checked before the cast: 2^32 + 35 would otherwise wrap to a valid 35.
+    if (priority > static_cast<uint64_t>(kMaxPriority)) {
+      throw UsageError(fmt::format("--priorities: priority {} is outside [{}, {}]", part,
+                                   kMinPriority, kMaxPriority));
+    }
+    out.push_back(static_cast<int32_t>(priority));
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }

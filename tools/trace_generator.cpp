@@ -157,6 +157,9 @@ void GenConfig::validate() const {
   };
   require(conversations >= 1, "--conversations", "must be at least 1");
   require(system_prompts >= 1, "--system-prompts", "must be at least 1");
+  // The pool's lengths and popularity are held in memory up front.
+  require(system_prompts <= 10'000'000, "--system-prompts",
+          "more than 1e7 is beyond what gen holds");
   require(zipf >= 0 && zipf <= 10, "--zipf", "must lie in [0, 10]");
   require(rate > 0 && std::isfinite(rate), "--rate", "must be a positive number");
   require(regenerate >= 0 && regenerate <= 1, "--regenerate", "must lie in [0, 1]");
