@@ -172,20 +172,32 @@ InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
     in_tree_[page] = true;
   }
 
-  RadixNode* root = root_for(ns);
-  Cursor cursor = existing_root ? found : Cursor{root};
-  RadixNode* end = cursor.partial ? split(cursor.partial, cursor.partial_pages) : cursor.node;
-  if (!fresh.empty()) {
-    RadixNode* leaf = new_node(end, ns, tokens.data() + size_t{first_new} * page_tokens_,
-                               fresh.data(), static_cast<uint32_t>(fresh.size()));
+  // Everything that allocates comes first; if it runs out of memory, the marks are undone and the
+  // tree indexes what it did before (a split may remain: it changes no cached content).
+  RadixNode* end = nullptr;
+  RadixNode* leaf = nullptr;
+  try {
+    RadixNode* root = root_for(ns);
+    const Cursor cursor = existing_root ? found : Cursor{root};
+    end = cursor.partial ? split(cursor.partial, cursor.partial_pages) : cursor.node;
+    if (!fresh.empty()) {
+      leaf = new_node(end, ns, tokens.data() + size_t{first_new} * page_tokens_, fresh.data(),
+                      static_cast<uint32_t>(fresh.size()));
+      end->children_.insert(leaf->first_page_hash_, leaf);
+    }
+  } catch (...) {
+    if (leaf != nullptr) destroy_node(leaf);
+    for (PageId page : fresh) in_tree_[page] = false;
+    throw;
+  }
+  if (leaf != nullptr) {
     if (policy_->contains(*end)) policy_->remove(*end);  // no longer a leaf
-    end->children_.insert(leaf->first_page_hash_, leaf);
     for (PageId page : fresh) pool_.retain(page);
     cached_pages_ += fresh.size();
     end = leaf;
   }
   touch_path(end, hint);
-  if (!fresh.empty()) policy_->add(*end);
+  if (leaf != nullptr) policy_->add(*end);
   return {found.tokens, static_cast<uint32_t>(fresh.size()), end};
 }
 
@@ -198,6 +210,13 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
   node->parent_ = parent;
   node->ns_ = ns;
   node->inserted_at = clock_;
+  // Counted before anything can throw: destroy_node() on the error path uncounts it.
+  if (parent != nullptr) {
+    node->prefix_pages = parent->prefix_pages + parent->pages;
+    ++stats_.nodes;
+  } else {
+    ++stats_.namespaces;
+  }
   if (num_pages > 0) {
     const uint64_t num_tokens = uint64_t{num_pages} * page_tokens_;
     try {
@@ -214,12 +233,6 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
     node->pages = num_pages;
     node->capacity_pages_ = num_pages;
     node->first_page_hash_ = hash_page(node->tokens_);
-  }
-  if (parent != nullptr) {
-    node->prefix_pages = parent->prefix_pages + parent->pages;
-    ++stats_.nodes;
-  } else {
-    ++stats_.namespaces;
   }
   return node;
 }
