@@ -46,7 +46,7 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   }
   // The cache never holds more pages than the trace's prompts have in all, so a larger capacity
   // replays exactly like that many pages: the pool is cut to size instead of allocating
-  // bookkeeping for pages that could never be used (--capacity-tokens 1e10 --page-tokens 1).
+  // bookkeeping for pages that could never be used (--capacity-tokens 4e9 --page-tokens 1).
   uint64_t trace_pages = 0;
   for (const TraceRequest& r : trace.requests)
     trace_pages += r.input_tokens / config.layout.page_tokens;
