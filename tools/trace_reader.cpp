@@ -46,14 +46,11 @@ std::optional<TraceFormat> format_of_record(const JsonValue& record) {
   return std::nullopt;
 }
 
-}  // namespace
-
-TraceFormat guess_format(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return TraceFormat::kAgentic;
-  const std::string text = detail::read_file(path);
+// The format of a file's text, from its first record (or, for a pretty-printed session, the whole
+// text); `source` names the file in the error.
+TraceFormat guess_format_of_text(const std::string& text, const std::string& source) {
   const std::size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) throw TraceError(path.string(), 0, "the file is empty");
+  if (start == std::string::npos) throw TraceError(source, 0, "the file is empty");
   std::size_t end = text.find('\n', start);
   if (end == std::string::npos) end = text.size();
   try {
@@ -68,18 +65,38 @@ TraceFormat guess_format(const std::filesystem::path& path) {
     if (auto format = format_of_record(parse_json(text))) return *format;
   } catch (const JsonError&) {
   }
-  throw TraceError(path.string(), 0,
+  throw TraceError(source, 0,
                    "cannot tell the trace format from the first record; pass --format "
                    "native|mooncake|agentic");
 }
 
+}  // namespace
+
+TraceFormat guess_format(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return TraceFormat::kAgentic;
+  return guess_format_of_text(detail::read_file(path), path.string());
+}
+
 Trace read_trace(const std::filesystem::path& path, const ReadOptions& options) {
-  const TraceFormat format = options.format ? *options.format : guess_format(path);
-  if (format == TraceFormat::kAgentic) return detail::read_agentic_path(path, options.skip_bad);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) &&
+      options.format.value_or(TraceFormat::kAgentic) == TraceFormat::kAgentic) {
+    return detail::read_agentic_path(path, options.skip_bad);
+  }
+  // A file is read once, for the guess and the parse alike.
   const std::string text = detail::read_file(path);
-  if (format == TraceFormat::kMooncake)
-    return parse_mooncake(text, path.string(), options.skip_bad);
-  return parse_native(text, path.string(), options.skip_bad);
+  const std::string source = path.string();
+  const TraceFormat format = options.format ? *options.format : guess_format_of_text(text, source);
+  switch (format) {
+    case TraceFormat::kMooncake:
+      return parse_mooncake(text, source, options.skip_bad);
+    case TraceFormat::kAgentic:
+      return parse_agentic(text, source, options.skip_bad);  // one session file
+    case TraceFormat::kNative:
+      break;
+  }
+  return parse_native(text, source, options.skip_bad);
 }
 
 }  // namespace radixkv::tools
