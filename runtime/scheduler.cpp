@@ -243,7 +243,12 @@ void Scheduler::preempt(uint32_t index) {
   runtime_.abort(e.seq);
   release_share(e);
   remove_running(index);
-  e.fed_this_step = false;
+  if (e.fed_this_step) {
+    // Its fed token will not be computed in this batch after all: do not count (or price) it.
+    e.fed_this_step = false;
+    --report_.decode_tokens;
+    --stats_.decode_tokens;
+  }
   // Resume where it was: the answer tokens sampled so far become part of the prompt.
   const std::size_t resumed = e.tokens.size() - e.request.prompt.size();
   e.tokens.insert(e.tokens.end(), e.request.answer.begin() + static_cast<std::ptrdiff_t>(resumed),

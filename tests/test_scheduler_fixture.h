@@ -62,6 +62,9 @@ struct SchedulerFixture {
       first_tokens.insert(first_tokens.end(), report.first_token.begin(), report.first_token.end());
       finished.insert(finished.end(), report.finished.begin(), report.finished.end());
       preempted.insert(preempted.end(), report.preempted.begin(), report.preempted.end());
+      // A sequence that decoded in this step is still running or has just finished; one
+      // preempted in the decode loop computed nothing and must not be counted (or priced).
+      CHECK(report.decode_tokens <= report.running + report.finished.size());
       if (i % check_every == 0) runtime.check_accounting();
     }
   }
