@@ -22,10 +22,19 @@ SharedRuntime::SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, ui
         "SharedRuntime: {} pages cannot give each of {} shards a page", capacity_pages, shards));
   }
   RuntimeConfig shard_config = config;
-  shard_config.cache_bytes = config.cache_bytes / shards;
   for (uint32_t i = 0; i < shards; ++i) {
     // The first shards take the remainder, so the shards add up to the whole capacity.
     const uint32_t pages = capacity_pages / shards + (i < capacity_pages % shards ? 1 : 0);
+    // The budget is split in proportion to pages (cache_bytes * pages / capacity_pages, written
+    // so that it cannot overflow); a share of 0 would silently mean the shard's whole pool.
+    shard_config.cache_bytes = config.cache_bytes / capacity_pages * pages +
+                               config.cache_bytes % capacity_pages * pages / capacity_pages;
+    if (config.cache_bytes != 0 && shard_config.cache_bytes == 0) {
+      throw std::invalid_argument(
+          fmt::format("SharedRuntime: a cache budget of {} bytes split over {} shards leaves "
+                      "shard {} nothing",
+                      config.cache_bytes, shards, i));
+    }
     shards_.push_back(std::make_unique<Shard>(layout, pages, shard_config));
   }
 }
@@ -83,8 +92,7 @@ uint64_t SharedRuntime::check() const {
   uint64_t private_pages = 0;
   for (const auto& s : shards_) {
     std::lock_guard lock(s->mutex);
-    s->runtime.tree().verify();
-    private_pages += s->runtime.check_accounting();
+    private_pages += s->runtime.check_accounting();  // verifies the tree too
   }
   return private_pages;
 }

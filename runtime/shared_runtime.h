@@ -6,8 +6,9 @@
 //     assumes one owner at a time (a scheduler thread, or a caller holding a lock).
 //   - SharedRuntime IS: every call may come from any thread. It splits namespaces over `shards`
 //     independent PrefixCacheRuntimes, each with its own mutex and its own pool of
-//     capacity_pages / shards pages. Namespaces never share nodes, so splitting them loses no
-//     hit; what is lost is that free pages cannot move from one shard to another.
+//     capacity_pages / shards pages (and the same share of config.cache_bytes). Namespaces never
+//     share nodes, so splitting them loses no hit; what is lost is that free pages cannot move
+//     from one shard to another.
 //     shards == 1 is the plain locked design: one mutex in front of one runtime.
 //   - Results are copied out under the shard's lock (block tables included), so nothing a caller
 //     holds points into state another thread may change.
@@ -40,7 +41,8 @@ struct SharedAdmit {
 
 class SharedRuntime {
  public:
-  // Throws std::invalid_argument when shards is 0 or the pool cannot give each shard a page.
+  // Throws std::invalid_argument when shards is 0, the pool cannot give each shard a page, or a
+  // nonzero cache budget cannot give each shard at least a page.
   SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
                 const RuntimeConfig& config = {});
   ~SharedRuntime();

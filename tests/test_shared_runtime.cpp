@@ -16,7 +16,8 @@ namespace {
 constexpr int kThreads = 4;
 constexpr int kRequestsPerThread = 1500;
 
-void serve(SharedRuntime& cache, uint64_t seed, std::atomic<uint64_t>& double_finish_errors) {
+void serve(SharedRuntime& cache, uint64_t seed, std::atomic<uint64_t>& double_finishes,
+           std::atomic<uint64_t>& double_finish_errors) {
   std::mt19937_64 rng(seed);
   std::vector<TokenId> prompt;
   for (int r = 0; r < kRequestsPerThread; ++r) {
@@ -48,6 +49,7 @@ void serve(SharedRuntime& cache, uint64_t seed, std::atomic<uint64_t>& double_fi
       cache.finish(admitted.handle);
     }
     if (rng() % 50 == 0) {
+      ++double_finishes;
       try {
         cache.finish(admitted.handle);
       } catch (const std::logic_error&) {
@@ -63,10 +65,11 @@ TEST_CASE("SharedRuntime: threads sharing one cache leave it consistent, locked 
   for (uint32_t shards : {1u, 3u}) {
     CAPTURE(shards);
     SharedRuntime cache(KvLayout{1, 1, 4, 2, 4}, 240, shards, RuntimeConfig{});
-    std::atomic<uint64_t> double_finish_errors{0};
+    std::atomic<uint64_t> double_finishes{0}, double_finish_errors{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back(serve, std::ref(cache), 1000 + t, std::ref(double_finish_errors));
+      threads.emplace_back(serve, std::ref(cache), 1000 + t, std::ref(double_finishes),
+                           std::ref(double_finish_errors));
     }
     for (auto& thread : threads) thread.join();
     CHECK(cache.check() == 0);  // no sequence is live: nothing is private
@@ -76,7 +79,8 @@ TEST_CASE("SharedRuntime: threads sharing one cache leave it consistent, locked 
     CHECK(stats.reused_tokens > 0);
     CHECK(cache.cached_pages() > 0);
     // Every second finish was refused with an error, none slipped through.
-    CHECK(double_finish_errors.load() > 0);
+    CHECK(double_finishes.load() > 0);
+    CHECK(double_finish_errors.load() == double_finishes.load());
   }
 }
 
@@ -88,4 +92,26 @@ TEST_CASE("SharedRuntime: bad configuration and foreign handles are refused") {
   CHECK_THROWS_AS(cache.finish(SharedHandle{7, {}}), std::logic_error);
   CHECK_THROWS_AS(cache.finish(SharedHandle{0, {}}), std::logic_error);
   CHECK(cache.check() == 0);
+}
+
+TEST_CASE("SharedRuntime: the cache budget is split in proportion to each shard's pages") {
+  // 10 pages over 3 shards: 4, 3, 3. A budget of the whole pool (64-byte pages) with watermarks
+  // at 1 lets every shard cache its whole pool: 4 pages in the first shard, not a third of 10.
+  const KvLayout layout{1, 1, 4, 2, 4};
+  REQUIRE(layout.bytes_per_page() == 64);
+  SharedRuntime cache(layout, 10, 3, RuntimeConfig{640, 1.0, 1.0, "lru"});
+  Namespace ns = 0;
+  while (cache.shard_of(ns) != 0) ++ns;
+  std::vector<TokenId> prompt(16);
+  for (TokenId i = 0; i < 16; ++i) prompt[static_cast<std::size_t>(i)] = i;
+  const SharedAdmit admitted = cache.admit({1, ns, prompt, kDefaultPriority});
+  REQUIRE(admitted.ok());
+  cache.commit(admitted.handle, 16);
+  cache.finish(admitted.handle);
+  CHECK(cache.cached_pages() == 4);
+  CHECK(cache.check() == 0);
+
+  // A nonzero budget too small to split is refused, not read as "the whole pool" (0).
+  CHECK_THROWS_WITH_AS(SharedRuntime(layout, 16, 4, RuntimeConfig{3, 1.0, 1.0, "lru"}),
+                       doctest::Contains("leaves shard 0 nothing"), std::invalid_argument);
 }
