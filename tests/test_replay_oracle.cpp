@@ -7,6 +7,9 @@
 // matched pages are locked, and the pages it is caching now are its own).
 // That is the radix tree's LRU-over-leaves with page-by-page tail eviction, written without a
 // tree: all pages of one tree node share the node's time, and only its tail page is a leaf.
+// With `fifo` a page's time is that of the request that cached it and accesses leave it alone:
+// FIFO over leaves (a node's creation time is that of its pages; pages cached by one request form
+// one node, so no two leaf pages tie).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -26,7 +29,7 @@ struct OracleResult {
   uint64_t hit_tokens = 0, evicted_pages = 0, uncached_pages = 0, inserted_pages = 0;
 };
 
-OracleResult oracle_replay(const Trace& trace, uint32_t page_tokens, uint64_t capacity) {
+OracleResult oracle_replay(const Trace& trace, uint32_t page_tokens, uint64_t capacity, bool fifo) {
   using Key = std::pair<Namespace, std::vector<TokenId>>;
   struct Page {
     uint64_t time = 0;
@@ -46,7 +49,9 @@ OracleResult oracle_replay(const Trace& trace, uint32_t page_tokens, uint64_t ca
     std::size_t m = 0;
     while (m < full && cache.contains(key(ns, tokens, m + 1))) ++m;
     ++clock;
-    for (std::size_t p = 1; p <= m; ++p) cache[key(ns, tokens, p)].time = clock;
+    if (!fifo) {
+      for (std::size_t p = 1; p <= m; ++p) cache[key(ns, tokens, p)].time = clock;
+    }
     result.hit_tokens += m * page_tokens;
     std::size_t got = 0;
     for (std::size_t p = m + 1; p <= full; ++p, ++got) {
@@ -69,11 +74,11 @@ OracleResult oracle_replay(const Trace& trace, uint32_t page_tokens, uint64_t ca
         ++result.evicted_pages;
       }
       if (p > 1) ++cache[key(ns, tokens, p - 1)].children;
-      cache[key(ns, tokens, p)] = Page{};
+      cache[key(ns, tokens, p)] = Page{fifo ? clock : 0, 0};
     }
     result.inserted_pages += got;
     result.uncached_pages += full - m - got;
-    if (got > 0) {
+    if (got > 0 && !fifo) {
       ++clock;
       for (std::size_t p = 1; p <= m + got; ++p) cache[key(ns, tokens, p)].time = clock;
     }
@@ -81,20 +86,29 @@ OracleResult oracle_replay(const Trace& trace, uint32_t page_tokens, uint64_t ca
   return result;
 }
 
-void compare(const Trace& trace, uint32_t page_tokens, uint64_t capacity) {
+void compare_policy(const Trace& trace, uint32_t page_tokens, uint64_t capacity,
+                    const std::string& policy) {
   CAPTURE(page_tokens);
   CAPTURE(capacity);
+  CAPTURE(policy);
   CacheReplayConfig config;
   config.layout = KvLayout{1, 1, 1, 2, page_tokens};
   config.capacity_pages = capacity;
+  config.policy = policy;
   const ReplayResult got = replay_cache(trace, config);
-  const OracleResult want = oracle_replay(trace, page_tokens, capacity);
+  const OracleResult want = oracle_replay(trace, page_tokens, capacity, policy == "fifo");
   CHECK(got.hit_tokens == want.hit_tokens);
   CHECK(got.evicted_pages == want.evicted_pages);
   CHECK(got.inserted_pages == want.inserted_pages);
   CHECK(got.uncached_pages == want.uncached_pages);
   CHECK(got.pages_leaked == 0);
   CHECK(got.accounting_error == "");
+}
+
+void compare(const Trace& trace, uint32_t page_tokens, uint64_t capacity) {
+  for (const char* policy : {"lru", "fifo"}) {
+    compare_policy(trace, page_tokens, capacity, policy);
+  }
 }
 
 }  // namespace
