@@ -12,8 +12,8 @@
 //     least 1 and at most kMaxInputTokens;
 //   - priority lies in [kMinPriority, kMaxPriority].
 // Content keys live in separate domains (native content, answers, Mooncake blocks, agentic
-// blocks, unique filler) salted per file, so ids that are local to a file never meet another
-// file's ids.
+// blocks, unique filler). The only trace read from several files, an agentic folder, salts its
+// block ids with the file's position, so ids that are local to a file never meet another file's.
 #pragma once
 
 #include <cstdint>
