@@ -137,7 +137,8 @@ class PrefixCacheRuntime {
   uint64_t evict(uint64_t pages);
 
   // Walks the tree and every live sequence; throws std::logic_error describing the first page
-  // whose refcount is not (tree reference) + (block tables holding it), or a broken identity
+  // whose refcount is not (tree reference) + (block tables holding it), a sequence whose committed
+  // pages and tokens are not exactly the path to its locked node, or a broken identity
   // capacity == free + cached + private. Returns the private page count.
   uint64_t check_accounting() const;
 

@@ -2,6 +2,7 @@
 // apart from the per-request paths.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "runtime/prefix_cache_runtime.h"
@@ -33,6 +34,32 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
                        s.computed_tokens, s.committed_pages, s.tokens.size()));
     }
     if (s.locked == nullptr || s.locked->lock_count() == 0) fail(who + " holds no lock");
+    // The committed prefix is exactly the path to the locked node: its tokens and its pages.
+    uint32_t end = s.committed_pages;
+    const RadixNode* x = s.locked;
+    for (; !x->is_root(); x = x->parent()) {
+      const uint32_t n = x->num_pages();
+      const uint32_t begin = end >= n ? end - n : 0;
+      const bool same_pages = end >= n && std::equal(x->page_ids().begin(), x->page_ids().end(),
+                                                     s.block_table.begin() + begin);
+      const auto edge = x->edge_tokens(page_tokens_);
+      const bool same_tokens =
+          same_pages &&
+          std::equal(edge.begin(), edge.end(), s.tokens.begin() + size_t{begin} * page_tokens_);
+      if (!same_pages || !same_tokens) {
+        fail(
+            fmt::format("{}: the locked path's node at pages [{}, {}) differs from its {} "
+                        "committed pages ({})",
+                        who, begin, end, s.committed_pages, same_pages ? "tokens" : "pages"));
+      }
+      end = begin;
+    }
+    if (end != 0 || x->name_space() != s.name_space) {
+      fail(fmt::format(
+          "{}: the locked path covers {} of its {} committed pages in namespace {}, "
+          "its own is {}",
+          who, s.committed_pages - end, s.committed_pages, x->name_space(), s.name_space));
+    }
     for (size_t i = 0; i < s.block_table.size(); ++i) {
       const PageId page = s.block_table[i];
       if (!pool_.contains(page)) fail(fmt::format("{}: page {} is not in the pool", who, page));
