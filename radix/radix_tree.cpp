@@ -320,7 +320,6 @@ void RadixTree::remove_leaf(RadixNode* node) {
   RadixNode* parent = node->parent_;
   parent->children_.erase(node->first_page_hash_, node);
   destroy_node(node);
-  ++stats_.evicted_nodes;
   if (evictable(parent)) policy_->add(*parent);
 }
 
@@ -355,7 +354,10 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
     leaf->pages -= take;
     cached_pages_ -= take;
     released += take;
-    if (leaf->pages == 0) remove_leaf(leaf);
+    if (leaf->pages == 0) {
+      remove_leaf(leaf);
+      ++stats_.evicted_nodes;  // here, not in remove_leaf: erase_leaf() is no eviction
+    }
   }
   stats_.evicted_pages += released;
   return released;

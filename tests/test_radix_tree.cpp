@@ -186,6 +186,12 @@ TEST_CASE("erase_leaf removes an evictable leaf and refuses anything else") {
   f.tree.erase_leaf(m.node);
   CHECK(f.tree.peek(0, key(2, 3)) == 0);
   CHECK(f.tree.cached_pages() == 2);
+  // An explicit erase is not an eviction: the eviction counters stay as they were.
+  CHECK(f.tree.stats().evicted_pages == 0);
+  CHECK(f.tree.stats().evicted_nodes == 0);
+  CHECK(f.tree.evict_pages(2) == 2);
+  CHECK(f.tree.stats().evicted_pages == 2);
+  CHECK(f.tree.stats().evicted_nodes == 1);
   f.check();
 }
 
