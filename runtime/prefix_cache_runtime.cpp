@@ -281,7 +281,9 @@ CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
   const CommitResult result = insert_computed(s);
   release_sequence(s, SeqState::kFinished);
   ++stats_.finishes;
-  if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();
+  // Also without new pages: the ones just unpinned may be what a commit above the high watermark
+  // could not evict while they were locked. An O(1) check while under high.
+  stats_.evicted_pages += allocator_.enforce_watermarks();
   return result;
 }
 
@@ -289,6 +291,7 @@ void PrefixCacheRuntime::abort(SeqHandle seq) {
   Sequence& s = live(seq, "abort");
   release_sequence(s, SeqState::kAborted);
   ++stats_.aborts;
+  stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish
 }
 
 void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {

@@ -17,6 +17,8 @@
 //                     (the last sampled token usually has none and is dropped), unlocks, releases
 //                     every reference of the sequence. The handle is dead afterwards.
 //   abort(h)          unlocks and releases without caching anything not committed before.
+//                     Both then evict down to the low watermark if cached pages are above the high
+//                     one (pages a commit could not evict while this sequence pinned them).
 //
 // Memory pressure: admit and append_token evict cache pages to make room; when nothing more is
 // evictable they return kNoSpace with nothing allocated, locked or leaked, so the scheduler can

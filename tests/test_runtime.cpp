@@ -162,6 +162,30 @@ TEST_CASE("abort keeps what was committed and drops the rest") {
   CHECK(f.pool.free_pages() == f.pool.capacity_pages() - 1);
 }
 
+TEST_CASE("finish and abort enforce the budget on pages a commit could not evict while pinned") {
+  // P = 4, pages of 64 bytes, a budget of 8 pages with watermarks 1.0 / 0.5: high 8, low 4.
+  // A sequence commits 12 pages: above high, but all pinned by it, so nothing can go. When it
+  // finishes (nothing new to insert) or aborts, they are unpinned and the cache drops to low.
+  const uint32_t P = 4;
+  for (bool finish : {true, false}) {
+    CAPTURE(finish);
+    RuntimeFixture f(P, 64, RuntimeConfig{8 * 64, 1.0, 0.5, "lru"});
+    REQUIRE(f.runtime.budget().high_pages() == 8);
+    const AdmitResult a = f.runtime.admit({1, 0, iota_tokens(12 * P)});
+    REQUIRE(a.ok());
+    f.runtime.commit(a.seq, 12 * P);
+    CHECK(f.runtime.tree().cached_pages() == 12);
+    if (finish) {
+      CHECK(f.runtime.finish(a.seq).new_pages == 0);
+    } else {
+      f.runtime.abort(a.seq);
+    }
+    CHECK(f.runtime.tree().cached_pages() == f.runtime.budget().low_pages());
+    CHECK(f.runtime.stats().evicted_pages == 12 - f.runtime.budget().low_pages());
+    CHECK(f.runtime.check_accounting() == 0);
+  }
+}
+
 TEST_CASE("memory pressure: a distinct no-space outcome with nothing leaked, then success") {
   const uint32_t P = 4;
   RuntimeFixture f(P, 8);
