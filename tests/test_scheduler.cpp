@@ -68,6 +68,8 @@ TEST_CASE("lpm admits the longest cached prefix first; fcfs ignores it") {
     submit_lpm_case(f);
     f.run();
     CHECK(f.first_tokens == std::vector<uint64_t>{1, 3, 2});
+    // Admission rounds ordered by lpm: X's (one waiting), then R3's and R2's; not R1's.
+    CHECK(f.scheduler.stats().lpm_steps == 3);
     f.check_no_leak();
   }
 }
