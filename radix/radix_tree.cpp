@@ -141,14 +141,19 @@ uint32_t RadixTree::peek(Namespace ns, std::span<const TokenId> tokens,
 
 InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
                                std::span<const PageId> pages, const AccessHint& hint) {
+  return insert_below(root_for(ns), tokens, pages, hint);
+}
+
+InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> tokens,
+                                     std::span<const PageId> pages, const AccessHint& hint) {
+  check_node(from, "insert");
   const size_t whole_pages = tokens.size() / page_tokens_;
   if (pages.size() != whole_pages) {
     throw std::invalid_argument(fmt::format(
         "RadixTree::insert: {} tokens make {} whole pages of {} tokens, but {} page ids were given",
         tokens.size(), whole_pages, page_tokens_, pages.size()));
   }
-  const RadixNode* existing_root = find_root(ns);
-  const Cursor found = existing_root ? locate(existing_root, tokens, nullptr) : Cursor{};
+  const Cursor found = locate(from, tokens, nullptr);
   const uint32_t first_new = found.tokens / page_tokens_;
   const std::span<const PageId> fresh = pages.subspan(first_new);
 
@@ -177,12 +182,10 @@ InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
   RadixNode* end = nullptr;
   RadixNode* leaf = nullptr;
   try {
-    RadixNode* root = root_for(ns);
-    const Cursor cursor = existing_root ? found : Cursor{root};
-    end = cursor.partial ? split(cursor.partial, cursor.partial_pages) : cursor.node;
+    end = found.partial ? split(found.partial, found.partial_pages) : found.node;
     if (!fresh.empty()) {
-      leaf = new_node(end, ns, tokens.data() + size_t{first_new} * page_tokens_, fresh.data(),
-                      static_cast<uint32_t>(fresh.size()));
+      leaf = new_node(end, from->ns_, tokens.data() + size_t{first_new} * page_tokens_,
+                      fresh.data(), static_cast<uint32_t>(fresh.size()));
       end->children_.insert(leaf->first_page_hash_, leaf);
     }
   } catch (...) {
@@ -203,8 +206,7 @@ InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
 
 RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* tokens,
                                const PageId* pages, uint32_t num_pages) {
-  void* memory = heap::allocate(sizeof(RadixNode));
-  if (memory == nullptr) throw std::bad_alloc();
+  void* memory = heap::allocate(sizeof(RadixNode));  // throws std::bad_alloc, never nullptr
   ++stats_.heap_allocations;
   auto* node = new (memory) RadixNode();
   node->parent_ = parent;

@@ -84,6 +84,12 @@ class RadixTree final : public Evictor {
   // pages.size() must equal tokens.size() / page_tokens (after the cut to whole pages).
   InsertResult insert(Namespace ns, std::span<const TokenId> tokens, std::span<const PageId> pages,
                       const AccessHint& hint = {});
+  // insert() for a key that continues below `from`: `tokens` and `pages` are what follows from's
+  // end, and cached_tokens counts from there. `from` must be locked by the caller (a sequence's
+  // committed prefix), so it cannot go away; splits keep its end where it was. This spares a
+  // sequence that commits chunk after chunk re-reading its whole prefix from the root each time.
+  InsertResult insert_below(RadixNode* from, std::span<const TokenId> tokens,
+                            std::span<const PageId> pages, const AccessHint& hint = {});
 
   void lock(RadixNode* node);
   void unlock(RadixNode* node);

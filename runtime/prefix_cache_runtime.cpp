@@ -239,16 +239,22 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   const uint32_t full_pages = s.computed_tokens / page_tokens_;
   if (full_pages <= s.committed_pages) return result;
 
-  const std::span<const TokenId> key(s.tokens.data(), size_t{full_pages} * page_tokens_);
+  // Only what follows the committed prefix is new to the walk: insert below the locked node that
+  // ends it, instead of re-reading the whole prefix from the root.
+  const size_t from = size_t{s.committed_pages} * page_tokens_;
+  const std::span<const TokenId> rest(s.tokens.data() + from,
+                                      size_t{full_pages} * page_tokens_ - from);
   const InsertResult inserted =
-      tree_.insert(s.name_space, key, std::span<const PageId>(s.block_table).first(full_pages),
-                   AccessHint{s.priority, now_});
+      tree_.insert_below(s.locked, rest,
+                         std::span<const PageId>(s.block_table)
+                             .subspan(s.committed_pages, full_pages - s.committed_pages),
+                         AccessHint{s.priority, now_});
   result.new_pages = inserted.new_pages;
 
   // Pages [committed_pages, cached_pages) were computed by this sequence while another one put
   // the same prefix in the tree. Walk up from the key's end node to find the tree's pages there,
   // switch the block table to them, and only then release the duplicates.
-  const uint32_t cached_pages = inserted.cached_tokens / page_tokens_;
+  const uint32_t cached_pages = s.committed_pages + inserted.cached_tokens / page_tokens_;
   scratch_pages_.clear();
   uint32_t end = full_pages;  // the walked node covers pages [end - node pages, end)
   for (const RadixNode* x = inserted.node; end > s.committed_pages && !x->is_root();
