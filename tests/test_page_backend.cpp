@@ -10,21 +10,13 @@
 
 #include "kv_store/cuda_backend.h"
 #include "kv_store/page_pool.h"
+#include "tests/page_bytes.h"
 
 using namespace radixkv;
+using radixkv::testing::Bytes;
+using radixkv::testing::random_bytes;
 
 namespace {
-
-using Bytes = std::vector<std::byte>;
-
-Bytes random_bytes(std::mt19937_64& rng, uint64_t n) {
-  Bytes bytes(n);
-  for (uint64_t i = 0; i < n; i += 8) {
-    const uint64_t word = rng();
-    std::memcpy(bytes.data() + i, &word, std::min<uint64_t>(8, n - i));
-  }
-  return bytes;
-}
 
 // How a test reaches a backend's bytes: plain memory for the host, cudaMemcpy for the device.
 struct HostKind {

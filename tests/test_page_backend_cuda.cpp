@@ -12,12 +12,15 @@
 
 #include "kv_store/cuda_backend.h"
 #include "kv_store/page_pool.h"
+#include "tests/page_bytes.h"
 
 #if defined(RADIXKV_HAVE_CUDA)
 #include "kv_store/cuda_page_copy.h"
 #endif
 
 using namespace radixkv;
+using radixkv::testing::Bytes;
+using radixkv::testing::random_bytes;
 
 TEST_CASE("without a device the cuda backend refuses, saying why") {
   const CudaProbe probe = probe_cuda();
@@ -36,17 +39,6 @@ TEST_CASE("without a device the cuda backend refuses, saying why") {
 #if defined(RADIXKV_HAVE_CUDA)
 
 namespace {
-
-using Bytes = std::vector<std::byte>;
-
-Bytes random_bytes(std::mt19937_64& rng, uint64_t n) {
-  Bytes bytes(n);
-  for (uint64_t i = 0; i < n; i += 8) {
-    const uint64_t word = rng();
-    std::memcpy(bytes.data() + i, &word, std::min<uint64_t>(8, n - i));
-  }
-  return bytes;
-}
 
 std::string error_of(auto&& call) {
   try {
