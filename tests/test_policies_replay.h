@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/small_traces.h"
 #include "tools/belady_policy.h"
 #include "tools/cache_replay.h"
 #include "tools/trace_generator.h"
@@ -19,20 +20,11 @@ using namespace radixkv::tools;
 
 // Small multi-turn traces with branches and two namespaces: many shared prefixes.
 inline Trace small_trace(uint64_t seed, uint64_t conversations = 25) {
-  GenConfig config;
-  config.seed = seed;
+  GenConfig config = small_gen_config(seed);
   config.conversations = conversations;
   config.system_prompts = 3;
   config.namespaces = 2;
-  config.turns = Distribution::parse("uniform:1:5", "--turns");
-  config.system_tokens = Distribution::parse("uniform:4:40", "--system-tokens");
-  config.message_tokens = Distribution::parse("uniform:1:12", "--message-tokens");
-  config.answer_tokens = Distribution::parse("uniform:1:12", "--answer-tokens");
-  config.tool_tokens = Distribution::parse("uniform:1:20", "--tool-tokens");
-  config.agent_steps = Distribution::parse("uniform:1:6", "--agent-steps");
-  config.regenerate = 0.2;
-  config.edit = 0.2;
-  return parse_native(generate_native(config), "gen");
+  return generated_trace(config);
 }
 
 inline ReplayResult replay(const Trace& trace, uint32_t P, uint64_t capacity,

@@ -15,6 +15,7 @@
 
 #include <map>
 
+#include "tests/small_traces.h"
 #include "tools/cache_replay.h"
 #include "tools/random.h"
 #include "tools/trace_generator.h"
@@ -116,20 +117,11 @@ void compare(const Trace& trace, uint32_t page_tokens, uint64_t capacity) {
 TEST_CASE("cache mode equals the naive oracle on generated multi-turn traces") {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     CAPTURE(seed);
-    GenConfig config;
-    config.seed = seed;
+    GenConfig config = radixkv::testing::small_gen_config(seed);
     config.conversations = 30;
     config.system_prompts = 4;
     config.namespaces = 1 + seed % 2;
-    config.turns = Distribution::parse("uniform:1:5", "--turns");
-    config.system_tokens = Distribution::parse("uniform:4:40", "--system-tokens");
-    config.message_tokens = Distribution::parse("uniform:1:12", "--message-tokens");
-    config.answer_tokens = Distribution::parse("uniform:1:12", "--answer-tokens");
-    config.tool_tokens = Distribution::parse("uniform:1:20", "--tool-tokens");
-    config.agent_steps = Distribution::parse("uniform:1:6", "--agent-steps");
-    config.regenerate = 0.2;
-    config.edit = 0.2;
-    const Trace trace = parse_native(generate_native(config), "gen");
+    const Trace trace = radixkv::testing::generated_trace(config);
     for (uint32_t page_tokens : {1u, 3u, 8u}) {
       for (uint64_t capacity : {2u, 7u, 25u, 80u}) compare(trace, page_tokens, capacity);
     }

@@ -1,0 +1,34 @@
+// Small generated traces for the replay tests: the generator's defaults cut down to a few tokens
+// per message so a trace of a few dozen conversations replays in milliseconds, yet keeps every
+// kind of sharing (system prompts, multi-turn, agent steps with tools, regenerations, edits).
+// Callers set the conversation, system-prompt and namespace counts they want.
+#pragma once
+
+#include <cstdint>
+
+#include "tools/trace_generator.h"
+#include "tools/trace_reader.h"
+
+namespace radixkv::testing {
+
+inline tools::GenConfig small_gen_config(uint64_t seed) {
+  using tools::Distribution;
+  tools::GenConfig config;
+  config.seed = seed;
+  config.turns = Distribution::parse("uniform:1:5", "--turns");
+  config.system_tokens = Distribution::parse("uniform:4:40", "--system-tokens");
+  config.message_tokens = Distribution::parse("uniform:1:12", "--message-tokens");
+  config.answer_tokens = Distribution::parse("uniform:1:12", "--answer-tokens");
+  config.tool_tokens = Distribution::parse("uniform:1:20", "--tool-tokens");
+  config.agent_steps = Distribution::parse("uniform:1:6", "--agent-steps");
+  config.regenerate = 0.2;
+  config.edit = 0.2;
+  return config;
+}
+
+// The trace `config` generates, parsed as the replay tools read it.
+inline tools::Trace generated_trace(const tools::GenConfig& config) {
+  return tools::parse_native(tools::generate_native(config), "gen");
+}
+
+}  // namespace radixkv::testing
