@@ -55,16 +55,10 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   auto tree = std::make_unique<RadixTree>(
       pool, config.policy_factory ? config.policy_factory(trace) : make_policy(config.policy));
 
-  ReplayResult result;
-  result.mode = "cache";
   // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
-  result.policy = config.policy_factory ? std::string(tree->policy().name()) : config.policy;
-  result.trace = trace.source;
-  result.model = config.model;
-  result.page_tokens = config.layout.page_tokens;
-  result.capacity_pages = config.capacity_pages;
-  result.bytes_per_page = config.layout.bytes_per_page();
-  result.skipped_records = trace.skipped_records;
+  ReplayResult result = start_replay_result(
+      "cache", config.policy_factory ? std::string(tree->policy().name()) : config.policy, trace,
+      config.model, config.layout, config.capacity_pages);
 
   const uint32_t page_tokens = config.layout.page_tokens;
   const std::size_t total = trace.requests.size();
@@ -115,7 +109,6 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     admit.add(t0, t1);
     finish.add(t1, t2);
     result.hit_tokens += match.tokens;
-    result.input_tokens += tokens.size();
     result.inserted_pages += got;
     result.uncached_pages += want - got;
     result.peak_cached_pages = std::max(result.peak_cached_pages, tree->cached_pages());
@@ -124,7 +117,6 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   result.wall_seconds = seconds_between(start, Clock::now());
   if (config.progress) config.progress(total, total);
 
-  result.requests = total;
   result.cache_seconds = admit.total_seconds() + finish.total_seconds();
   result.admit = admit.summary();
   result.finish = finish.summary();

@@ -176,17 +176,8 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   make_policy(config.policy);
   check_fits(trace, config);
 
-  ReplayResult result;
-  result.mode = "engine";
-  result.policy = config.policy;
-  result.trace = trace.source;
-  result.model = config.model;
-  result.page_tokens = config.layout.page_tokens;
-  result.capacity_pages = config.pool_pages;
-  result.bytes_per_page = config.layout.bytes_per_page();
-  result.skipped_records = trace.skipped_records;
-  result.requests = trace.requests.size();
-  result.input_tokens = trace.input_tokens();
+  ReplayResult result = start_replay_result("engine", config.policy, trace, config.model,
+                                            config.layout, config.pool_pages);
 
   CacheSide side;
   EngineResult& engine = result.engine;

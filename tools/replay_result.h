@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include "kv_store/kv_layout.h"
 #include "tools/engine_result.h"
 #include "tools/latency.h"
+#include "tools/trace.h"
 
 namespace radixkv::tools {
 
@@ -56,5 +58,12 @@ struct ReplayResult {
   }
   bool ok() const { return pages_leaked == 0 && accounting_error.empty(); }
 };
+
+// A result with what ran and the workload filled in, the same way in every mode: the mode, the
+// policy as the report should name it, the trace's source, skipped records, request count and
+// prompt tokens, and the layout's page size. The mode's run fills the outcome and the speed.
+ReplayResult start_replay_result(std::string mode, std::string policy, const Trace& trace,
+                                 std::string model, const KvLayout& layout,
+                                 uint64_t capacity_pages);
 
 }  // namespace radixkv::tools
