@@ -25,6 +25,12 @@ ReplayResult replay(const Trace& trace, uint32_t page_tokens, uint64_t capacity_
   return result;
 }
 
+// Three requests, the third continuing the second's conversation: the first case works out what
+// it replays to, and the capacity case replays it again.
+constexpr std::string_view kThreeTurns = R"({"id": 0, "t": 0, "segs": [[1, 8]]}
+{"id": 1, "t": 1, "segs": [[1, 8], [2, 6]], "out": 2}
+{"id": 2, "t": 2, "parent": 1, "segs": [[3, 4]]})";
+
 }  // namespace
 
 TEST_CASE("cache mode: prefix reuse with no eviction") {
@@ -35,10 +41,7 @@ TEST_CASE("cache mode: prefix reuse with no eviction") {
   //   r2: r1's prompt (14) + r1's answer (2) + content 3 (4) = 20 tokens = 5 pages. The first 12
   //       tokens are cached (3 pages): hit 12. Caches pages 4 and 5.
   // input = 8 + 14 + 20 = 42, hit = 0 + 8 + 12 = 20, pages inserted = 2 + 1 + 2 = 5.
-  const Trace trace = parse_native(R"({"id": 0, "t": 0, "segs": [[1, 8]]}
-{"id": 1, "t": 1, "segs": [[1, 8], [2, 6]], "out": 2}
-{"id": 2, "t": 2, "parent": 1, "segs": [[3, 4]]})",
-                                   "t");
+  const Trace trace = parse_native(kThreeTurns, "t");
   const ReplayResult r = replay(trace, 4, 100);
   CHECK(r.requests == 3);
   CHECK(r.input_tokens == 42);
@@ -181,10 +184,7 @@ TEST_CASE("cache mode: a capacity of zero pages is refused") {
 TEST_CASE("cache mode: a capacity far beyond the trace replays like an unbounded cache") {
   // The first hand-made trace has 10 full pages of 4 tokens in all: a capacity of 3e9 pages is
   // replayed with a pool of 10, and must report the same as room for 100.
-  const Trace trace = parse_native(R"({"id": 0, "t": 0, "segs": [[1, 8]]}
-{"id": 1, "t": 1, "segs": [[1, 8], [2, 6]], "out": 2}
-{"id": 2, "t": 2, "parent": 1, "segs": [[3, 4]]})",
-                                   "t");
+  const Trace trace = parse_native(kThreeTurns, "t");
   const ReplayResult small = replay(trace, 4, 100);
   const ReplayResult huge = replay(trace, 4, 3'000'000'000);
   CHECK(huge.hit_tokens == small.hit_tokens);
