@@ -66,7 +66,7 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   LatencyRecorder admit, finish;
   admit.reserve(total);
   finish.reserve(total);
-  std::vector<PageId> pages, fresh;
+  std::vector<PageId> fresh;
 
   const Clock::time_point start = Clock::now();
   for (std::size_t i = 0; i < total; ++i) {
@@ -74,11 +74,10 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     const std::span<const TokenId> tokens = expander.expand(i);
     const AccessHint hint{request.priority, request.arrival_s};
     if (config.before_request) config.before_request(i);
-    pages.clear();
     fresh.clear();
 
     const Clock::time_point t0 = Clock::now();
-    const MatchResult match = tree->match(request.ns, tokens, &pages, hint);
+    const MatchResult match = tree->match(request.ns, tokens, nullptr, hint);
     tree->lock(match.node);
     const uint32_t matched_pages = match.tokens / page_tokens;
     const auto want = static_cast<uint32_t>(tokens.size() / page_tokens) - matched_pages;
@@ -93,13 +92,15 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     }
     const Clock::time_point t1 = Clock::now();
     if (got > 0) {
-      pages.insert(pages.end(), fresh.begin(), fresh.end());
-      const InsertResult inserted = tree->insert(
-          request.ns, tokens.first(size_t{matched_pages + got} * page_tokens), pages, hint);
-      if (inserted.cached_tokens != match.tokens) {
-        throw std::logic_error(
-            fmt::format("cache replay: request {} matched {} tokens but insert found {} cached", i,
-                        match.tokens, inserted.cached_tokens));
+      // Below the locked match: the matched prefix is not walked a second time.
+      const InsertResult inserted = tree->insert_below(
+          match.node,
+          tokens.subspan(size_t{matched_pages} * page_tokens, size_t{got} * page_tokens), fresh,
+          hint);
+      if (inserted.cached_tokens != 0) {
+        throw std::logic_error(fmt::format(
+            "cache replay: request {} matched {} tokens but insert found {} more cached", i,
+            match.tokens, inserted.cached_tokens));
       }
       pool.release(fresh);  // the tree holds its own reference now
     }
