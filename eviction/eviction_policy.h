@@ -6,8 +6,8 @@
 //   - on_access(e, hint): e lies on a matched or inserted path, linked or not. The owner has
 //     already updated e.last_access, e.hits and e.priority.
 //   - victim(): the entry to evict from next, left linked; nullptr when nothing is evictable.
-//     The owner takes pages from its tail and calls remove() only once it holds none, so one
-//     victim may serve several calls.
+//     The owner asks before every page, takes that one page from the entry's tail (e.pages drops
+//     by one) and calls remove() only once it holds none, so one victim may serve several calls.
 // The set of linked entries is exactly the set of evictable entries; size() counts them.
 // Every operation is O(1) or O(log n) in the number of linked entries.
 #pragma once

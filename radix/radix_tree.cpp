@@ -343,19 +343,17 @@ void RadixTree::erase_leaf(RadixNode* node) {
 
 uint64_t RadixTree::evict_pages(uint64_t n) {
   uint64_t released = 0;
-  while (released < n) {
+  // The policy names the victim before every page: after a leaf loses its tail page, another leaf
+  // may rank first (Belady's bound does; for LRU and the others the same leaf comes back).
+  for (; released < n; ++released) {
     EvictionEntry* entry = policy_->victim();
     if (entry == nullptr) break;
     auto* leaf = static_cast<RadixNode*>(entry);
-    const auto take = static_cast<uint32_t>(std::min<uint64_t>(n - released, leaf->pages));
-    // Take pages from the tail: the leaf keeps its first page, so its key among siblings holds.
-    for (uint32_t i = leaf->pages - take; i < leaf->pages; ++i) {
-      in_tree_[leaf->pages_[i]] = false;
-      pool_.release(leaf->pages_[i]);
-    }
-    leaf->pages -= take;
-    cached_pages_ -= take;
-    released += take;
+    // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
+    const PageId page = leaf->pages_[--leaf->pages];
+    in_tree_[page] = false;
+    pool_.release(page);
+    --cached_pages_;
     if (leaf->pages == 0) {
       remove_leaf(leaf);
       ++stats_.evicted_nodes;  // here, not in remove_leaf: erase_leaf() is no eviction

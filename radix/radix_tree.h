@@ -14,10 +14,10 @@
 //     one reference (PagePool::retain) on every page it newly indexes.
 //   - lock()/unlock() pin a node and its ancestors. A node handle (RadixNode*) stays valid while it
 //     is locked; an unlocked handle is valid only until the next call that may evict.
-//   - evict_pages(k) takes pages from the tail of the policy's victim leaf, leaving the rest of
-//   that
-//     leaf cached, removes leaves that run empty and offers their parents to the policy.
-//     O(1) amortised per page plus the policy's cost; no tree walk.
+//   - evict_pages(k) takes k pages one at a time, each from the tail of the leaf the policy names
+//     as victim then (usually the same leaf again), leaving the rest of that leaf cached; it
+//     removes leaves that run empty and offers their parents to the policy. O(1) amortised per
+//     page plus the policy's cost; no tree walk.
 //
 // Page accounting: cached_pages() = pages indexed by the tree; protected_pages() = those in nodes
 // with a lock; evictable_pages() = the rest, all of which evict_pages() can release.

@@ -83,10 +83,7 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     const auto want = static_cast<uint32_t>(tokens.size() / page_tokens) - matched_pages;
     uint32_t got = 0;
     if (want > 0) {
-      // One page per call, so that the policy names a victim for every page: a victim's next
-      // page may rank differently from its last (belady's does; all pages of a node share LRU's).
-      while (pool.free_pages() < want && tree->evict_pages(1) == 1) {
-      }
+      if (pool.free_pages() < want) tree->evict_pages(want - pool.free_pages());
       got = std::min(want, pool.free_pages());
       if (!pool.allocate(got, fresh)) throw std::logic_error("cache replay: free pages vanished");
     }
