@@ -22,7 +22,10 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${BUILD_DIR:-build}
+# ccache, when the machine has it, makes rebuilds in several checkouts cheap (not needed by CI).
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" ${CMAKE_ARGS:-} >/dev/null
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "${launcher[@]}" ${CMAKE_ARGS:-} >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$build_dir" -j"$(nproc)" ${TARGETS:+--target $TARGETS}
