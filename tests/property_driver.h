@@ -1,14 +1,17 @@
-// PropertyDriver: random cache operations checked against PageOracle, driven by any source of
-// choices: a seeded generator in the doctest property test, the fuzzer's bytes in the libFuzzer
-// harness (tests/fuzz_cache.cpp).
+// PropertyDriver: random cache operations checked against PageOracle and TreeModel, driven by any
+// source of choices: a seeded generator in the doctest property test, the fuzzer's bytes in the
+// libFuzzer harness (tests/fuzz_cache.cpp).
 //
 // Keys share prefixes heavily (a few stems, then tails over a three-token alphabet) so that matches
-// end inside edges, inserts split nodes and eviction reaches parents. After every operation the
-// results are compared (matched tokens, page ids, cached prefix lengths, which pages eviction
-// took); after every batch verify(), the page accounting identity and the whole cached set are
-// compared. For LRU the oracle predicts exactly which pages go; for every policy it checks that
-// what went was evictable and that nothing outlived its parent. A disagreement throws
-// PropertyFailure.
+// end inside edges, inserts split nodes and eviction reaches parents. Accesses carry varying
+// priorities and a clock that moves on, for the policies that read them. After every operation the
+// results are compared (matched tokens, page ids, cached prefix lengths), and every operation that
+// may evict is compared victim by victim with the reference model of the policy driven through
+// TreeModel (tests/tree_model.h): which leaves lost pages and how many. PageOracle also checks that
+// what went was evictable and that nothing outlived its parent, and for LRU predicts the pages
+// independently of the node structure. After every batch: verify(), the page accounting
+// identity, the whole cached set, and the model's node, leaf and split counts. A disagreement
+// throws PropertyFailure.
 #pragma once
 
 #include <set>
@@ -18,6 +21,7 @@
 
 #include "tests/cache_fixture.h"
 #include "tests/page_oracle.h"
+#include "tests/tree_model.h"
 
 namespace radixkv::testing {
 
@@ -40,6 +44,18 @@ struct HeldLock {
   std::vector<PageId> held;  // the "sequence's" references to the matched pages
 };
 
+// The tree and the model agree on the cached and evictable pages, on the nodes, the evictable
+// leaves and the splits so far.
+inline void expect_same_shape(const RadixTree& tree, const TreeModel& model) {
+  expect(tree.cached_pages() == model.cached_pages(), "the model caches as many pages as the tree");
+  expect(tree.evictable_pages() == model.evictable_pages(),
+         "the model has as many evictable pages as the tree");
+  expect(tree.stats().nodes == model.nodes(), "the model has as many nodes as the tree");
+  expect(tree.evictable_leaves() == model.evictable_leaves(),
+         "the model has as many evictable leaves as the tree");
+  expect(tree.stats().splits == model.stats().splits, "the model split as often as the tree");
+}
+
 template <typename Source>
 class PropertyDriver {
  public:
@@ -53,6 +69,7 @@ class PropertyDriver {
                 CacheBudget({kCapacityPages * 3 / 4 * f_.pool.bytes_per_page(), 0.9, 0.6},
                             f_.pool.bytes_per_page())),
         exact_lru_(policy == "lru"),
+        model_(policy, page_tokens),
         source_(std::move(source)),
         P_(page_tokens) {
     for (int s = 0; s < 4; ++s) {
@@ -74,6 +91,7 @@ class PropertyDriver {
   }
 
   const TreeStats& stats() const { return f_.tree.stats(); }
+  const TreeModel& model() const { return model_; }
 
  private:
   int uniform(int n) { return static_cast<int>(source_() % static_cast<uint64_t>(n)); }
@@ -86,6 +104,13 @@ class PropertyDriver {
     return {ns, key};
   }
 
+  // The access a match or an insert of `key` passes: a priority that varies with the key, and the
+  // caller's clock, a quarter second per operation. Neither draws a choice, so that a seed makes
+  // the same keys and operations as before hints were passed.
+  AccessHint hint_for(const std::vector<TokenId>& key) const {
+    return {25 * static_cast<int32_t>(key.size() % 5), now_};
+  }
+
   // Runs an operation that may evict up to `asked` pages, and checks what it took.
   template <typename Evicting>
   void evicting(uint64_t asked, Evicting&& operation) {
@@ -93,10 +118,13 @@ class PropertyDriver {
     const uint64_t unlocked = oracle_.unlocked();
     const std::set<PageId> predicted =
         exact_lru_ ? oracle_.lru_victims(asked, tie) : std::set<PageId>{};
+    const std::vector<TreeModel::Victim> victims = model_.evict(asked);
     operation();
     const std::set<PageId> gone = oracle_.gone_from(f_.tree);
     expect(gone.size() == std::min(asked, unlocked), "gone.size() == std::min(asked, unlocked)");
     if (exact_lru_ && !tie) expect(gone == predicted, "gone == predicted");
+    const std::string mismatch = TreeModel::compare(victims, gone);
+    expect(mismatch.empty(), mismatch);
     const std::string problem = oracle_.apply_eviction(gone);
     expect(problem.empty(), problem);
   }
@@ -116,18 +144,23 @@ class PropertyDriver {
     const uint32_t n = static_cast<uint32_t>(key.size() / P_);
     std::vector<PageId> pages;
     if (!allocate(n, pages)) return;
-    const InsertResult result = f_.tree.insert(ns, key, pages);
+    const AccessHint hint = hint_for(key);
+    const InsertResult result = f_.tree.insert(ns, key, pages, hint);
     const uint32_t cached = oracle_.insert(ns, key, pages);
+    const TreeModel::Inserted modelled = model_.insert(ns, key, pages, hint);
     expect(result.cached_tokens == cached * P_, "result.cached_tokens == cached * P_");
     expect(result.new_pages == n - cached, "result.new_pages == n - cached");
+    expect(modelled.cached_pages == cached, "the model caches what the oracle does");
     f_.pool.release(pages);
   }
 
   MatchResult match(Namespace ns, const std::vector<TokenId>& key, std::vector<PageId>& got) {
-    const MatchResult m = f_.tree.match(ns, key, &got);
+    const AccessHint hint = hint_for(key);
+    const MatchResult m = f_.tree.match(ns, key, &got, hint);
     std::vector<PageId> want;
     const uint32_t k = oracle_.match_pages(ns, key, &want);
     expect(m.tokens == k * P_, "m.tokens == k * P_");
+    expect(model_.match(ns, key, hint) == k, "the model matches what the oracle does");
     expect(got == want, "got == want");
     expect(m.node->prefix_pages + m.node->num_pages() == k,
            "m.node->prefix_pages + m.node->num_pages() == k");
@@ -142,6 +175,7 @@ class PropertyDriver {
     f_.tree.lock(m.node);
     for (PageId p : got) f_.pool.retain(p);
     oracle_.lock(ns, key, m.tokens / P_, +1);
+    model_.lock(ns, key, m.tokens / P_);
     locks_.push_back({m.node, ns, key, m.tokens / P_, got});
   }
 
@@ -149,6 +183,7 @@ class PropertyDriver {
     HeldLock& l = locks_[i];
     f_.tree.unlock(l.node);
     oracle_.lock(l.ns, l.key, l.pages, -1);
+    model_.unlock(l.ns, l.key, l.pages);
     f_.pool.release(l.held);
     locks_[i] = std::move(locks_.back());
     locks_.pop_back();
@@ -178,6 +213,7 @@ class PropertyDriver {
   }
 
   void step() {
+    now_ += 0.25;
     const int dice = uniform(100);
     if (dice < 30) {
       insert();
@@ -214,6 +250,7 @@ class PropertyDriver {
     f_.check(held);
     const std::string difference = oracle_.differences(f_.tree);
     expect(difference.empty(), difference);
+    expect_same_shape(f_.tree, model_);
   }
 
   CacheFixture f_;
@@ -221,11 +258,13 @@ class PropertyDriver {
   BudgetedAllocator alloc_;
   BudgetedAllocator budget_;  // a smaller budget, for the watermark operation
   bool exact_lru_;
+  TreeModel model_;
   Source source_;
   uint32_t P_;
   std::vector<std::vector<TokenId>> stems_;
   std::vector<HeldLock> locks_;
   std::vector<std::vector<PageId>> privates_;
+  double now_ = 0.0;
 };
 
 }  // namespace radixkv::testing

@@ -1,6 +1,8 @@
 // Property tests: long seeded runs of PropertyDriver (the tree, the pool and the budget;
 // tests/property_driver.h) and RuntimeDriver (the runtime adapter; tests/runtime_driver.h) for
-// every policy at several page sizes. Set RADIXKV_SEED to replay a failing seed.
+// every policy, and a few with parameters away from their defaults, at several page sizes. Both
+// compare every eviction with the policy's reference model (tests/policy_models.h) victim by
+// victim. Set RADIXKV_SEED to replay a failing seed.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -10,6 +12,7 @@
 #include "tests/runtime_driver.h"
 
 using namespace radixkv;
+using radixkv::testing::PolicyModel;
 using radixkv::testing::PropertyDriver;
 using radixkv::testing::RuntimeDriver;
 
@@ -21,19 +24,36 @@ struct SeededSource {
   bool has_more() const { return true; }
 };
 
-// Runs `Driver` once per policy, each with a seed of its own (or RADIXKV_SEED), and hands its
-// stats to `reached`, which checks that the run reached the paths it exists to test.
+// Every policy with its defaults, then parameters that make the rules bite in small caches: a
+// retention that runs out within a few dozen accesses, a protected segment half as large, and
+// depth that weighs as much as hits.
+std::vector<std::string_view> policy_specs() {
+  std::vector<std::string_view> specs = policy_names();
+  for (std::string_view spec :
+       {"priority:retention=5", "slru:protected=0.5", "gdsf:depth_pages=4"}) {
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+// Runs `Driver` once per policy spec, each with a seed of its own (or RADIXKV_SEED), checks that
+// the run reached the policy's own rule and re-offered parents, and hands its stats to `reached`,
+// which checks that the run reached the paths it exists to test.
 template <template <typename> class Driver, typename Reached>
 void for_every_policy(uint32_t page_tokens, int operations, Reached&& reached) {
   const char* forced = std::getenv("RADIXKV_SEED");
-  const std::vector<std::string_view> names = policy_names();
-  for (size_t i = 0; i < names.size(); ++i) {
+  const std::vector<std::string_view> specs = policy_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
     const uint64_t seed =
         forced ? std::strtoull(forced, nullptr, 0) : 0x5eed0000 + page_tokens * 131 + i;
-    INFO("policy ", names[i], ", page_tokens ", page_tokens, ", seed ", seed,
+    INFO("policy ", specs[i], ", page_tokens ", page_tokens, ", seed ", seed,
          " (rerun with RADIXKV_SEED=", seed, ")");
-    Driver<SeededSource> driver(names[i], page_tokens, SeededSource{std::mt19937_64(seed)});
+    Driver<SeededSource> driver(specs[i], page_tokens, SeededSource{std::mt19937_64(seed)});
     REQUIRE_NOTHROW(driver.run(operations));
+    const PolicyModel& model = driver.model().policy();
+    INFO("the policy's rule: ", model.rule());
+    CHECK((model.rule().empty() || model.rule_events() > 0));
+    CHECK(driver.model().stats().parents_offered > 0);
     reached(driver.stats());
   }
 }
@@ -48,12 +68,12 @@ void tree_property(uint32_t page_tokens) {
 
 }  // namespace
 
-// 3 x 70,000 = 210,000 operations per policy.
+// 3 x 70,000 = 210,000 operations per policy spec.
 TEST_CASE("property: random operations agree with the oracle, page size 1") { tree_property(1); }
 TEST_CASE("property: random operations agree with the oracle, page size 2") { tree_property(2); }
 TEST_CASE("property: random operations agree with the oracle, page size 16") { tree_property(16); }
 
-// The same oracle one level up: 3 x 20,000 runtime calls per policy.
+// The same oracle and models one level up: 3 x 20,000 runtime calls per policy spec.
 TEST_CASE("property: runtime calls agree with the oracle, page sizes 1, 4 and 16") {
   for (uint32_t page_tokens : {1u, 4u, 16u}) {
     for_every_policy<RuntimeDriver>(page_tokens, 20000, [](const RuntimeStats& stats) {
