@@ -150,3 +150,51 @@ TEST_CASE("through the tree, the priority of an access reaches the policy") {
   CHECK(f.tree.peek(0, drop) == 0);
   f.check();
 }
+
+// What a split hands to the new upper node, which the policies read when it becomes a leaf (and
+// tests/tree_model.h assumes): the node's creation time, hits, latest priority and locks; the
+// lower part keeps the node itself (so locked handles stay valid) with its own facts.
+TEST_CASE("through the tree, a split's upper node inherits the facts of the node it came from") {
+  CacheFixture f(1, 64, "lfu");
+  const std::vector<TokenId> key{1, 2, 3, 4};
+  const InsertResult inserted = f.cache(key);  // tick 1, created at 0: one hit
+  RadixNode* node = inserted.node;
+  f.tree.lock(node);  // keeps the handle valid
+  for (int i = 0; i < 3; ++i) f.tree.match(0, key, nullptr, AccessHint{70});  // ticks 2..4
+  REQUIRE(node->hits == 4);
+  REQUIRE(node->last_access == 4);
+
+  const std::vector<TokenId> head{1, 2};
+  const MatchResult m = f.tree.match(0, head, nullptr, AccessHint{20});  // tick 5: splits
+  RadixNode* upper = m.node;
+  REQUIRE(upper != node);
+  CHECK(node->parent() == upper);
+  CHECK(f.tree.stats().splits == 1);
+  // The upper node: the first two pages, the node's history, and this match's touch.
+  CHECK(upper->num_pages() == 2);
+  CHECK(upper->prefix_pages == 0);
+  CHECK(upper->inserted_at == 0);
+  CHECK(upper->hits == 5);
+  CHECK(upper->last_access == 5);
+  CHECK(upper->priority == 20);
+  CHECK(upper->lock_count() == 1);
+  // The lower part: the last two pages, untouched by the match.
+  CHECK(node->num_pages() == 2);
+  CHECK(node->prefix_pages == 2);
+  CHECK(node->inserted_at == 0);
+  CHECK(node->hits == 4);
+  CHECK(node->last_access == 4);
+  CHECK(node->priority == 70);
+
+  // LFU reads the inherited hits: once the lower part is gone, the upper leaf (5 hits) outlives a
+  // newer leaf with 2.
+  f.tree.unlock(node);
+  f.tree.erase_leaf(node);
+  const std::vector<TokenId> other{9, 9};
+  f.cache(other);
+  f.tree.match(0, other);
+  CHECK(f.tree.evict_pages(2) == 2);
+  CHECK(f.tree.peek(0, head) == 2);
+  CHECK(f.tree.peek(0, other) == 0);
+  f.check();
+}
