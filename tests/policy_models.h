@@ -49,7 +49,9 @@ class PolicyModel {
   // lies on an accessed path (facts already updated) / which entry loses its next page.
   virtual void add(ModelEntry& e) = 0;
   void remove(ModelEntry& e) {
-    linked_.erase(std::find(linked_.begin(), linked_.end(), &e));
+    const auto it = std::find(linked_.begin(), linked_.end(), &e);
+    if (it == linked_.end()) throw std::logic_error("policy model: removing an unlinked entry");
+    linked_.erase(it);
     e.linked = false;
   }
   virtual void on_access(ModelEntry& e, const AccessHint& hint) = 0;

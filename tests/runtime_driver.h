@@ -29,7 +29,7 @@ class RuntimeDriver {
  public:
   RuntimeDriver(std::string_view policy, uint32_t page_tokens, Source source)
       : pool_(KvLayout{1, 1, 4, 2, page_tokens}, kCapacity),
-        runtime_(pool_, RuntimeConfig{0, 0.9, 0.7, std::string(policy)}),
+        runtime_(pool_, RuntimeConfig{0, kHighWatermark, kLowWatermark, std::string(policy)}),
         oracle_(page_tokens),
         model_(policy, page_tokens),
         source_(std::move(source)),
@@ -57,10 +57,13 @@ class RuntimeDriver {
  private:
   static constexpr uint32_t kCapacity = 32;
   static constexpr size_t kMaxLive = 6;
-  // The runtime's budget is the whole pool, high watermark 0.9, low 0.7 (see the constructor):
-  // floor(32 * 0.9) = 28 and floor(32 * 0.7) = 22 pages.
-  static constexpr uint64_t kHighPages = kCapacity * 9 / 10;
-  static constexpr uint64_t kLowPages = kCapacity * 7 / 10;
+  // The runtime's budget is the whole pool with these watermarks: above floor(32 * 0.9) = 28
+  // cached pages, it evicts down to floor(32 * 0.7) = 22.
+  static constexpr double kHighWatermark = 0.9;
+  static constexpr double kLowWatermark = 0.7;
+  static constexpr auto kHighPages = static_cast<uint64_t>(kCapacity * kHighWatermark);
+  static constexpr auto kLowPages = static_cast<uint64_t>(kCapacity * kLowWatermark);
+  static_assert(kHighPages == 28 && kLowPages == 22);
 
   struct Live {
     SeqHandle seq;
