@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
+#include "tools/trace/trace_generator.h"
+#include "tools/trace/trace_reader.h"
 
 namespace radixkv::testing {
 

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "runtime/prefix_cache_runtime.h"
-#include "tools/cli.h"
+#include "tools/cli/cli.h"
 
 namespace fs = std::filesystem;
 using namespace radixkv;

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/cli.h"
-#include "tools/json_reader.h"
-#include "tools/units.h"
+#include "tools/cli/cli.h"
+#include "tools/trace/json_reader.h"
+#include "tools/trace/units.h"
 
 namespace fs = std::filesystem;
 using namespace radixkv::tools;

@@ -11,11 +11,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/cli.h"
-#include "tools/engine_replay.h"
-#include "tools/json_reader.h"
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
+#include "tools/cli/cli.h"
+#include "tools/replay/engine_replay.h"
+#include "tools/trace/json_reader.h"
+#include "tools/trace/trace_generator.h"
+#include "tools/trace/trace_reader.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;

@@ -5,9 +5,9 @@
 // Labelled slow: about half a minute in a Release build on a shared 2-core machine.
 #include <doctest/doctest.h>
 
-#include "tools/engine_replay.h"
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
+#include "tools/replay/engine_replay.h"
+#include "tools/trace/trace_generator.h"
+#include "tools/trace/trace_reader.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;

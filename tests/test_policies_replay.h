@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "tests/small_traces.h"
-#include "tools/belady_policy.h"
-#include "tools/cache_replay.h"
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
+#include "tools/replay/belady_policy.h"
+#include "tools/replay/cache_replay.h"
+#include "tools/trace/trace_generator.h"
+#include "tools/trace/trace_reader.h"
 
 namespace radixkv::testing {
 

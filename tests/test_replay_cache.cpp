@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "tools/cache_replay.h"
-#include "tools/trace_reader.h"
+#include "tools/replay/cache_replay.h"
+#include "tools/trace/trace_reader.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;

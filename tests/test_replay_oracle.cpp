@@ -16,10 +16,10 @@
 #include <map>
 
 #include "tests/small_traces.h"
-#include "tools/cache_replay.h"
-#include "tools/random.h"
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
+#include "tools/replay/cache_replay.h"
+#include "tools/trace/random.h"
+#include "tools/trace/trace_generator.h"
+#include "tools/trace/trace_reader.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "runtime/scheduler.h"
+#include "sim/scheduler.h"
 
 namespace radixkv::testing {
 

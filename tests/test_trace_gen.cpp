@@ -4,9 +4,9 @@
 #include <map>
 #include <set>
 
-#include "tools/trace_generator.h"
-#include "tools/trace_reader.h"
-#include "tools/units.h"
+#include "tools/trace/trace_generator.h"
+#include "tools/trace/trace_reader.h"
+#include "tools/trace/units.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;

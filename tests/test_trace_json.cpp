@@ -1,7 +1,7 @@
 // The strict JSON reader under the trace readers.
 #include <doctest/doctest.h>
 
-#include "tools/json_reader.h"
+#include "tools/trace/json_reader.h"
 
 using radixkv::tools::JsonError;
 using radixkv::tools::parse_json;

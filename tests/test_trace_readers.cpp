@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "tools/trace_reader.h"
+#include "tools/trace/trace_reader.h"
 
 namespace fs = std::filesystem;
 using namespace radixkv;

@@ -4,7 +4,7 @@ radixkv_add_test(test_policies
   SOURCES test_policies.cpp test_policies_ordering.cpp test_policies_tree.cpp
   LIBS radixkv_radix)
 
-# The offline bound (tools/belady_policy.h) against a naive MIN and against every policy on
+# The offline bound (tools/replay/belady_policy.h) against a naive MIN and against every policy on
 # generated traces; then on the shared samples (slow under sanitizers; skipped when
 # shared/traces is absent).
 radixkv_add_test(test_policies_belady SOURCES test_policies_belady.cpp LIBS radixkv_replay)

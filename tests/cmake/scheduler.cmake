@@ -1,5 +1,5 @@
 # The reference batch scheduler (issue 5): ordering, sharing, preemption, starvation, no leaks.
-radixkv_add_test(test_scheduler SOURCES test_scheduler.cpp LIBS radixkv_runtime)
+radixkv_add_test(test_scheduler SOURCES test_scheduler.cpp LIBS radixkv_sim)
 
 # Engine-mode replay (issues 4, 5): hand-worked turns, generated traces, tight pools, the CLI.
 radixkv_add_test(test_engine SOURCES test_engine.cpp LIBS radixkv_cli)

@@ -1,0 +1,52 @@
+// Cache mode: the replay that published hit-rate curves use (shared/DESIGN.md, "Cache mode").
+//
+// Requests run in trace order, one at a time, with no concurrency and no decode:
+//   1. m = leading pages already cached (RadixTree::match); hit tokens += m * page_tokens. The
+//      matched path is touched and locked.
+//   2. The remaining full pages of the prompt are cached in order, each needing one page. When
+//      the pool is empty, one page is evicted from the tail of the policy's victim leaf; when
+//      nothing is evictable, the rest of the prompt is not cached. (Allocating the k pages first,
+//      evicting k - free pages at once, then inserting the longest prefix that got pages, is the
+//      same as page-by-page: the request's new pages are not yet in the tree, so they can never
+//      be the victim, and each eviction picks the policy's victim just as k single calls would.)
+//   3. Unlock.
+// Hit rate = hit tokens / input tokens over the whole trace. Answers are not cached here (engine
+// mode caches them); a partial last page is never cached.
+//
+// A capacity above the trace's total prompt pages replays with a pool of that total (the same
+// result; no eviction can happen either way), so huge capacities cost no memory.
+// At the end the page accounting identity (capacity = free + cached, no private pages) and
+// tree.verify() are checked once, the tree is destroyed, and every page not back on the free list
+// counts as leaked. A violation is reported in the result (ReplayResult::ok()), not thrown.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "eviction/eviction_policy.h"
+#include "kv_store/kv_layout.h"
+#include "tools/replay/replay_result.h"
+#include "tools/trace/trace.h"
+
+namespace radixkv::tools {
+
+struct CacheReplayConfig {
+  KvLayout layout;              // page_tokens and bytes per page
+  std::string model;            // name of the layout preset, for the report
+  uint64_t capacity_pages = 0;  // the cache's pool; at least 1
+  std::string policy = "lru";   // built with make_policy() unless policy_factory is set
+  // Builds the policy instead of make_policy(policy): for policies that need the whole trace
+  // (an offline optimum) before the replay starts.
+  std::function<std::unique_ptr<EvictionPolicy>(const Trace&)> policy_factory;
+  // Called with each request's index (trace order) before it runs: how an offline policy that
+  // knows the future (tools/replay/belady_policy.h) learns where the replay stands.
+  std::function<void(std::size_t)> before_request;
+  // Called every 256 requests and once at the end: (requests done, total).
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config);
+
+}  // namespace radixkv::tools

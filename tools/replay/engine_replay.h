@@ -1,0 +1,57 @@
+// Engine mode: the trace served by a simulated engine built on the reference scheduler
+// (sim/scheduler.h) and the runtime adapter, over one KV pool shared by running sequences and
+// the cache (shared/DESIGN.md, "Engine mode"; docs/engine.md).
+//
+//   - Requests arrive at their trace arrival times on a simulated clock; the clock advances by the
+//     cost model's price of each step (tools/replay/engine_result.h), or jumps to the next arrival when
+//     the engine is idle. Arrivals are queued at the start of the first step after they arrive;
+//     at most `window` wait inside the scheduler, later ones wait outside in arrival order (their
+//     time-to-first-token still counts from arrival). This bounds the scheduler's memory.
+//   - A request's prompt is its trace prompt; its answer is output_tokens tokens of its answer
+//     content, exactly the tokens a later turn's prompt repeats, so a finished turn (cached at
+//     finish) is hit by the next one.
+//   - Time to first token = end of the step that computed the last prompt token - arrival.
+//   - A request that could never fit the pool (Scheduler::pages_needed above capacity) is an
+//     error before anything runs: PoolTooSmall, naming the request and what it needs.
+//   - At the end the run checks, with no live sequence: check_accounting() (refcounts, the
+//     identity capacity = free + cached + private, tree.verify()), then destroys the runtime and
+//     counts every page not back on the free list as leaked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "kv_store/kv_layout.h"
+#include "sim/scheduler.h"
+#include "tools/replay/replay_result.h"
+#include "tools/trace/trace.h"
+
+namespace radixkv::tools {
+
+struct EngineReplayConfig {
+  KvLayout layout;
+  std::string model;             // name of the layout preset, for the report
+  uint64_t pool_pages = 0;       // the KV pool, shared by running sequences and the cache
+  std::string policy = "lru";    // eviction policy (make_policy)
+  std::string schedule = "lpm";  // SchedulerConfig::from_schedule
+  SchedulerConfig scheduler;     // policy fields are overwritten from `schedule`
+  CostModel cost;
+  uint32_t window = 4096;        // requests waiting inside the scheduler at most
+  bool compare_no_cache = true;  // also run with caching off and report it side by side
+  bool no_cache = false;         // run only with caching off
+  // Called every few thousand requests finished and once at the end: (finished, total).
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+// The pool cannot hold one of the trace's requests.
+class PoolTooSmall : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// Throws PoolTooSmall, or std::invalid_argument for a bad policy, schedule or pool size.
+ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config);
+
+}  // namespace radixkv::tools

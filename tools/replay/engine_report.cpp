@@ -1,0 +1,96 @@
+#include "tools/replay/engine_report.h"
+
+#include <fmt/format.h>
+
+#include "tools/replay/replay_report.h"
+
+namespace radixkv::tools {
+
+namespace {
+
+double ratio(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+void add_run_json(JsonObjectWriter& out, const EngineRun& run) {
+  out.add("cache_enabled", run.cache)
+      .add("steps", run.steps)
+      .add("preemptions", run.preemptions)
+      .add("readmitted", run.readmitted)
+      .add("rejected", run.rejected)
+      .add("held", run.held)
+      .add("prefill_tokens", run.prefill_tokens)
+      .add("output_tokens", run.output_tokens)
+      .add("peak_running", run.peak_running)
+      .add("peak_waiting", run.peak_waiting)
+      .add("simulated_seconds", run.simulated_seconds)
+      .add("ttft_p50_seconds", run.ttft_p50_s)
+      .add("ttft_p90_seconds", run.ttft_p90_s)
+      .add("ttft_p99_seconds", run.ttft_p99_s)
+      .add("ttft_mean_seconds", run.ttft_mean_s)
+      .add("ttft_max_seconds", run.ttft_max_s)
+      .add("output_tokens_per_second", run.output_tokens_per_second())
+      .add("requests_per_simulated_second", run.requests_per_second());
+}
+
+}  // namespace
+
+std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
+  std::string out;
+  out += fmt::format("  {:<18} {}, at most {} running, {} prefill tokens per step\n", "schedule",
+                     e.schedule, e.max_running, e.chunk_tokens);
+  out += fmt::format("  {:<18} step = {} s + {} s per prefill token + {} s per decoding sequence\n",
+                     "cost model", e.cost.decode_s_per_step, e.cost.prefill_s_per_token,
+                     e.cost.decode_s_per_seq);
+  const EngineRun* cached = e.run.cache ? &e.run : nullptr;
+  const EngineRun* plain = e.run.cache ? (e.no_cache ? &*e.no_cache : nullptr) : &e.run;
+  out += fmt::format("  {:<26} {:>16} {:>16}\n", "simulated engine", "with cache", "no cache");
+  const auto row = [&](std::string_view label, auto value) {
+    out += fmt::format("  {:<26} {:>16} {:>16}\n", label, cached ? value(*cached) : "-",
+                       plain ? value(*plain) : "-");
+  };
+  const auto seconds = [](double s) { return fmt::format("{:.3f} s", s); };
+  row("hit rate", [&](const EngineRun& r) {
+    return fmt::format("{:.2f} %", 100 * ratio(r.hit_tokens, input_tokens));
+  });
+  row("TTFT p50", [&](const EngineRun& r) { return seconds(r.ttft_p50_s); });
+  row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p90_s); });
+  row("TTFT p99", [&](const EngineRun& r) { return seconds(r.ttft_p99_s); });
+  row("TTFT mean", [&](const EngineRun& r) { return seconds(r.ttft_mean_s); });
+  row("throughput (output tok/s)",
+      [](const EngineRun& r) { return fmt::format("{:.1f}", r.output_tokens_per_second()); });
+  row("requests / s",
+      [](const EngineRun& r) { return fmt::format("{:.2f}", r.requests_per_second()); });
+  row("simulated time", [&](const EngineRun& r) { return seconds(r.simulated_seconds); });
+  row("prefill tokens computed", [](const EngineRun& r) { return group_digits(r.prefill_tokens); });
+  row("output tokens", [](const EngineRun& r) { return group_digits(r.output_tokens); });
+  row("steps", [](const EngineRun& r) { return group_digits(r.steps); });
+  row("preemptions", [](const EngineRun& r) { return group_digits(r.preemptions); });
+  row("held (sharing)", [](const EngineRun& r) { return group_digits(r.held); });
+  row("peak running / waiting",
+      [](const EngineRun& r) { return fmt::format("{} / {}", r.peak_running, r.peak_waiting); });
+  row("rejected", [](const EngineRun& r) { return group_digits(r.rejected); });
+  return out;
+}
+
+void add_engine_json(JsonObjectWriter& out, const EngineResult& e, uint64_t input_tokens) {
+  out.add("schedule", e.schedule)
+      .add("max_running", uint64_t{e.max_running})
+      .add("chunk_tokens", uint64_t{e.chunk_tokens})
+      .add_raw("cost_model", JsonObjectWriter()
+                                 .add("prefill_s_per_token", e.cost.prefill_s_per_token)
+                                 .add("decode_s_per_step", e.cost.decode_s_per_step)
+                                 .add("decode_s_per_seq", e.cost.decode_s_per_seq)
+                                 .str());
+  add_run_json(out, e.run);
+  if (e.no_cache) {
+    JsonObjectWriter baseline;
+    baseline.add("hit_rate", ratio(e.no_cache->hit_tokens, input_tokens));
+    add_run_json(baseline, *e.no_cache);
+    out.add_raw("no_cache", baseline.str());
+  } else {
+    out.add_raw("no_cache", "null");
+  }
+}
+
+}  // namespace radixkv::tools

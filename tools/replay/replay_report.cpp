@@ -1,0 +1,147 @@
+#include "tools/replay/replay_report.h"
+
+#include <fmt/format.h>
+
+#include "tools/replay/engine_report.h"
+#include "tools/replay/json_writer.h"
+#include "tools/trace/units.h"
+
+namespace radixkv::tools {
+
+namespace {
+
+std::string latency_json(const LatencySummary& s) {
+  return JsonObjectWriter()
+      .add("count", s.count)
+      .add("p50", s.p50_us)
+      .add("p90", s.p90_us)
+      .add("p99", s.p99_us)
+      .add("max", s.max_us)
+      .add("mean", s.mean_us)
+      .str();
+}
+
+std::string latency_text(const LatencySummary& s) {
+  return fmt::format("p50 {:.1f} us, p90 {:.1f} us, p99 {:.1f} us, max {:.1f} us", s.p50_us,
+                     s.p90_us, s.p99_us, s.max_us);
+}
+
+double percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+}  // namespace
+
+std::string group_digits(uint64_t value) {
+  std::string digits = fmt::format("{}", value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string format_report_text(const ReplayResult& r) {
+  std::string out;
+  auto line = [&](std::string_view label, const std::string& value) {
+    out += fmt::format("  {:<18} {}\n", label, value);
+  };
+  out += fmt::format("radixkv replay: {} mode, policy {}\n", r.mode, r.policy);
+  line("trace", r.skipped_records == 0
+                    ? r.trace
+                    : fmt::format("{} ({} malformed records skipped)", r.trace, r.skipped_records));
+  line("cache",
+       fmt::format("{} tokens = {} pages of {} tokens = {} ({}, {} per token)",
+                   group_digits(r.capacity_tokens()), group_digits(r.capacity_pages), r.page_tokens,
+                   format_bytes(r.capacity_bytes()), r.model, format_bytes(r.bytes_per_token())));
+  line("requests", group_digits(r.requests));
+  line("input tokens", group_digits(r.input_tokens));
+  line("hit rate", fmt::format("{:.2f} % of input tokens", 100.0 * r.hit_rate()));
+  line("tokens reused", fmt::format("{} ({} of KV not recomputed)", group_digits(r.hit_tokens),
+                                    format_bytes(r.hit_bytes())));
+  line("pages inserted", group_digits(r.inserted_pages));
+  if (r.uncached_pages > 0) {
+    line("pages not cached",
+         fmt::format("{} (nothing was evictable)", group_digits(r.uncached_pages)));
+  }
+  line("evictions", fmt::format("{} pages ({} leaves emptied)", group_digits(r.evicted_pages),
+                                group_digits(r.evicted_nodes)));
+  line("peak cached",
+       fmt::format("{} pages = {} ({:.1f} % of capacity)", group_digits(r.peak_cached_pages),
+                   format_bytes(r.peak_cached_bytes()),
+                   percent(r.peak_cached_pages, r.capacity_pages)));
+  line("pages leaked",
+       r.accounting_error.empty()
+           ? fmt::format("{}", r.pages_leaked)
+           : fmt::format("{} (ACCOUNTING ERROR: {})", r.pages_leaked, r.accounting_error));
+  line("wall time",
+       fmt::format("{:.3f} s, {} requests/s ({:.3f} s inside cache calls)", r.wall_seconds,
+                   group_digits(static_cast<uint64_t>(r.requests_per_second())), r.cache_seconds));
+  line("admit latency", latency_text(r.admit));
+  line("finish latency", latency_text(r.finish));
+  if (r.mode == "engine") out += format_engine_text(r.engine, r.input_tokens);
+  return out;
+}
+
+std::string format_report_json(const ReplayResult& r) {
+  JsonObjectWriter out;
+  out.add("mode", r.mode)
+      .add("policy", r.policy)
+      .add("trace", r.trace)
+      .add("model", r.model)
+      .add("page_tokens", uint64_t{r.page_tokens})
+      .add("capacity_pages", r.capacity_pages)
+      .add("capacity_tokens", r.capacity_tokens())
+      .add("capacity_bytes", r.capacity_bytes())
+      .add("requests", r.requests)
+      .add("input_tokens", r.input_tokens)
+      .add("hit_tokens", r.hit_tokens)
+      .add("hit_rate", r.hit_rate())
+      .add("hit_bytes", r.hit_bytes())
+      .add("inserted_pages", r.inserted_pages)
+      .add("uncached_pages", r.uncached_pages)
+      .add("evictions", r.evicted_pages)
+      .add("evicted_nodes", r.evicted_nodes)
+      .add("peak_cached_pages", r.peak_cached_pages)
+      .add("peak_cached_bytes", r.peak_cached_bytes())
+      .add("final_cached_pages", r.final_cached_pages)
+      .add("pages_leaked", r.pages_leaked)
+      .add("accounting_ok", r.accounting_error.empty())
+      .add("accounting_error", r.accounting_error)
+      .add("skipped_records", r.skipped_records)
+      .add("wall_seconds", r.wall_seconds)
+      .add("cache_seconds", r.cache_seconds)
+      .add("requests_per_second", r.requests_per_second())
+      .add_raw("admit_us", latency_json(r.admit))
+      .add_raw("finish_us", latency_json(r.finish));
+  if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
+  return out.str();
+}
+
+std::string format_sweep_text(const std::vector<ReplayResult>& results) {
+  std::string out =
+      fmt::format("{:<10} {:>16} {:>12} {:>10} {:>14} {:>9} {:>7}\n", "policy", "capacity tokens",
+                  "cache bytes", "hit rate", "evicted pages", "wall s", "leaked");
+  for (const ReplayResult& r : results) {
+    out += fmt::format("{:<10} {:>16} {:>12} {:>9.2f}% {:>14} {:>9.3f} {:>7}\n", r.policy,
+                       group_digits(r.capacity_tokens()), format_bytes(r.capacity_bytes()),
+                       100.0 * r.hit_rate(), group_digits(r.evicted_pages), r.wall_seconds,
+                       r.pages_leaked);
+  }
+  return out;
+}
+
+std::string format_sweep_json(const std::vector<ReplayResult>& results) {
+  std::string runs = "[";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (i > 0) runs += ',';
+    runs += format_report_json(results[i]);
+  }
+  runs += ']';
+  bool ok = true;
+  for (const ReplayResult& r : results) ok = ok && r.ok();
+  return JsonObjectWriter().add("sweep", true).add("ok", ok).add_raw("runs", runs).str();
+}
+
+}  // namespace radixkv::tools

@@ -1,0 +1,69 @@
+// What a replay reports, whichever mode produced it (cache mode here; engine mode fills the same
+// struct). The report printers (replay_report.h) read only this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kv_store/kv_layout.h"
+#include "tools/replay/engine_result.h"
+#include "tools/replay/latency.h"
+#include "tools/trace/trace.h"
+
+namespace radixkv::tools {
+
+struct ReplayResult {
+  // What ran.
+  std::string mode;    // "cache" or "engine"
+  std::string policy;  // eviction policy name
+  std::string trace;   // the trace's source
+  std::string model;   // the KV layout preset that converts tokens to bytes
+  uint32_t page_tokens = 0;
+  uint64_t capacity_pages = 0;
+  uint64_t bytes_per_page = 0;
+  uint64_t skipped_records = 0;  // malformed trace records skipped under --skip-bad
+
+  // Workload and outcome.
+  uint64_t requests = 0;
+  uint64_t input_tokens = 0;
+  uint64_t hit_tokens = 0;      // prompt tokens served from the cache
+  uint64_t inserted_pages = 0;  // pages newly cached
+  uint64_t uncached_pages = 0;  // full pages left out because nothing was evictable
+  uint64_t evicted_pages = 0;   // the unit of eviction is the page
+  uint64_t evicted_nodes = 0;   // leaves removed once their last page went
+  uint64_t peak_cached_pages = 0;
+  uint64_t final_cached_pages = 0;
+  uint64_t pages_leaked = 0;     // must be 0
+  std::string accounting_error;  // empty when the identity and tree.verify() held
+
+  // Speed of the cache itself (trace reading excluded).
+  double wall_seconds = 0;   // the replay loop, token expansion included
+  double cache_seconds = 0;  // time inside admit + finish
+  LatencySummary admit;      // match, lock, allocate (evicting as needed)
+  LatencySummary finish;     // insert, unlock, release
+
+  EngineResult engine;  // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
+
+  double hit_rate() const {
+    return input_tokens == 0 ? 0.0
+                             : static_cast<double>(hit_tokens) / static_cast<double>(input_tokens);
+  }
+  uint64_t capacity_tokens() const { return capacity_pages * page_tokens; }
+  uint64_t capacity_bytes() const { return capacity_pages * bytes_per_page; }
+  uint64_t bytes_per_token() const { return page_tokens == 0 ? 0 : bytes_per_page / page_tokens; }
+  uint64_t hit_bytes() const { return hit_tokens * bytes_per_token(); }
+  uint64_t peak_cached_bytes() const { return peak_cached_pages * bytes_per_page; }
+  double requests_per_second() const {
+    return wall_seconds > 0 ? static_cast<double>(requests) / wall_seconds : 0.0;
+  }
+  bool ok() const { return pages_leaked == 0 && accounting_error.empty(); }
+};
+
+// A result with what ran and the workload filled in, the same way in every mode: the mode, the
+// policy as the report should name it, the trace's source, skipped records, request count and
+// prompt tokens, and the layout's page size. The mode's run fills the outcome and the speed.
+ReplayResult start_replay_result(std::string mode, std::string policy, const Trace& trace,
+                                 std::string model, const KvLayout& layout,
+                                 uint64_t capacity_pages);
+
+}  // namespace radixkv::tools

@@ -1,0 +1,128 @@
+#include "tools/trace/trace.h"
+
+#include <fmt/format.h>
+
+namespace radixkv::tools {
+
+std::string_view format_name(TraceFormat format) {
+  switch (format) {
+    case TraceFormat::kNative:
+      return "native";
+    case TraceFormat::kMooncake:
+      return "mooncake";
+    case TraceFormat::kAgentic:
+      return "agentic";
+  }
+  return "?";
+}
+
+std::optional<TraceFormat> parse_format_name(std::string_view name) {
+  if (name == "native") return TraceFormat::kNative;
+  if (name == "mooncake") return TraceFormat::kMooncake;
+  if (name == "agentic") return TraceFormat::kAgentic;
+  return std::nullopt;
+}
+
+uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id) {
+  const uint64_t base = splitmix64(splitmix64(static_cast<uint64_t>(domain)) ^ salt);
+  return splitmix64(base ^ splitmix64(id));
+}
+
+void append_content(uint64_t key, uint32_t begin, uint32_t length, std::vector<TokenId>& out) {
+  const std::size_t start = out.size();
+  out.resize(start + length);
+  TokenId* dst = out.data() + start;
+  for (uint32_t j = 0; j < length; ++j) dst[j] = content_token(key, begin + j);
+}
+
+uint64_t Trace::input_tokens() const {
+  uint64_t total = 0;
+  for (const TraceRequest& r : requests) total += r.input_tokens;
+  return total;
+}
+
+uint64_t Trace::output_tokens() const {
+  uint64_t total = 0;
+  for (const TraceRequest& r : requests) total += r.output_tokens;
+  return total;
+}
+
+TraceError::TraceError(std::string file, uint64_t line, std::string reason)
+    : std::runtime_error(line > 0 ? fmt::format("{}:{}: {}", file, line, reason)
+                                  : fmt::format("{}: {}", file, reason)),
+      file_(std::move(file)),
+      line_(line),
+      reason_(std::move(reason)) {}
+
+uint32_t TraceBuilder::add(TraceRequest request, std::span<const Segment> segments) {
+  if (trace_.requests.size() >= kNoParent - 1) {
+    throw std::invalid_argument("too many requests for one trace");
+  }
+  uint64_t input = 0;
+  if (request.parent != kNoParent) {
+    if (request.parent >= trace_.requests.size()) {
+      throw std::invalid_argument("the parent must be an earlier request");
+    }
+    const TraceRequest& parent = trace_.requests[request.parent];
+    input = uint64_t{parent.input_tokens} + parent.output_tokens;
+  }
+  for (const Segment& s : segments) input += s.length;
+  if (input == 0) throw std::invalid_argument("the prompt is empty (0 input tokens)");
+  if (input > kMaxInputTokens) {
+    throw std::invalid_argument(
+        fmt::format("the prompt has {} tokens, more than the limit of {}", input, kMaxInputTokens));
+  }
+  if (request.priority < kMinPriority || request.priority > kMaxPriority) {
+    throw std::invalid_argument(fmt::format("priority {} is outside [{}, {}]", request.priority,
+                                            kMinPriority, kMaxPriority));
+  }
+  if (trace_.segments.size() + segments.size() >= (uint64_t{1} << 32)) {
+    throw std::invalid_argument("too many segments for one trace");
+  }
+  request.input_tokens = static_cast<uint32_t>(input);
+  request.first_segment = static_cast<uint32_t>(trace_.segments.size());
+  request.num_segments = static_cast<uint32_t>(segments.size());
+  trace_.segments.insert(trace_.segments.end(), segments.begin(), segments.end());
+  trace_.requests.push_back(request);
+  return static_cast<uint32_t>(trace_.requests.size() - 1);
+}
+
+void TokenExpander::append(uint64_t key, uint32_t length) {
+  if (length < kMinMemoTokens || length > memo_limit_) {
+    append_content(key, 0, length, tokens_);
+    return;
+  }
+  const auto found = memo_.find(key);
+  std::vector<TokenId>* memo = found == memo_.end() ? nullptr : &found->second;
+  if (memo == nullptr || memo->size() < length) {
+    const uint64_t have = memo ? memo->size() : 0;
+    if (memo_size_ + length - have > memo_limit_) {
+      memo_.clear();
+      memo_size_ = 0;
+      memo = nullptr;
+    }
+    if (memo == nullptr) memo = &memo_[key];
+    const auto begin = static_cast<uint32_t>(memo->size());
+    append_content(key, begin, length - begin, *memo);
+    memo_size_ += length - begin;
+  }
+  tokens_.insert(tokens_.end(), memo->begin(), memo->begin() + length);
+}
+
+std::span<const TokenId> TokenExpander::expand(std::size_t index) {
+  chain_.clear();
+  for (uint32_t i = static_cast<uint32_t>(index); i != kNoParent; i = trace_.requests[i].parent) {
+    chain_.push_back(i);
+  }
+  tokens_.clear();
+  tokens_.reserve(trace_.requests[index].input_tokens);
+  // Oldest ancestor first: its segments, its answer, then the next generation.
+  for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
+    const TraceRequest& r = trace_.requests[*it];
+    for (const Segment& s : trace_.segments_of(r)) append(s.key, s.length);
+    if (*it != index) append(r.answer_key, r.output_tokens);
+  }
+  return tokens_;
+}
+
+}  // namespace radixkv::tools

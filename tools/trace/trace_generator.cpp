@@ -1,0 +1,208 @@
+#include "tools/trace/trace_generator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tools/trace/random.h"
+#include "tools/trace/units.h"
+
+namespace radixkv::tools {
+
+namespace {
+
+constexpr uint32_t kNoRequest = ~uint32_t{0};
+
+struct GenRequest {
+  double t = 0;
+  uint64_t conversation = 0;
+  uint64_t ns = 0;
+  int32_t priority = kDefaultPriority;
+  uint32_t parent = kNoRequest;  // index in generation order
+  std::vector<Segment> segs;     // here key = content id as written in the file
+  uint32_t out = 0;
+  const char* kind = "chat";
+};
+
+// Whole milliseconds, so that the written times are exactly the ones that were sorted.
+double to_ms_grid(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
+class Generator {
+ public:
+  explicit Generator(const GenConfig& config) : config_(config), rng_(config.seed) {
+    // The system prompt pool: lengths, then the Zipf CDF of their popularity.
+    double total = 0;
+    for (uint64_t k = 0; k < config.system_prompts; ++k) {
+      system_lengths_.push_back(config.system_tokens.sample_count(rng_, 1));
+      total += 1.0 / std::pow(static_cast<double>(k + 1), config.zipf);
+      zipf_cdf_.push_back(total);
+    }
+    for (double& c : zipf_cdf_) c /= total;
+    next_content_ = config.system_prompts;
+  }
+
+  std::vector<GenRequest> run() {
+    double arrival = 0;
+    for (uint64_t c = 0; c < config_.conversations; ++c) {
+      arrival += rng_.exponential(1.0 / config_.rate);
+      const uint64_t ns = rng_.below(config_.namespaces);
+      const int32_t priority = config_.priorities[rng_.below(config_.priorities.size())];
+      if (rng_.chance(config_.agent_fraction)) {
+        agent(c, ns, priority, arrival);
+      } else {
+        chat(c, ns, priority, arrival);
+      }
+    }
+    return std::move(requests_);
+  }
+
+ private:
+  uint64_t pick_system_prompt() {
+    const double u = rng_.uniform();
+    const auto it = std::upper_bound(zipf_cdf_.begin(), zipf_cdf_.end(), u);
+    return std::min<uint64_t>(static_cast<uint64_t>(it - zipf_cdf_.begin()),
+                              config_.system_prompts - 1);
+  }
+
+  Segment fresh(uint32_t length) { return {next_content_++, length}; }
+
+  uint32_t add(GenRequest request) {
+    if (request.parent != kNoRequest) {
+      // A child arrives strictly after its parent, even on the millisecond grid.
+      request.t = std::max(request.t, requests_[request.parent].t + 0.001);
+    }
+    request.t = to_ms_grid(request.t);
+    requests_.push_back(std::move(request));
+    return static_cast<uint32_t>(requests_.size() - 1);
+  }
+
+  GenRequest base(uint64_t c, uint64_t ns, int32_t priority, double t, const char* kind) {
+    GenRequest r;
+    r.conversation = c;
+    r.ns = ns;
+    r.priority = priority;
+    r.t = t;
+    r.kind = kind;
+    return r;
+  }
+
+  void chat(uint64_t c, uint64_t ns, int32_t priority, double t) {
+    const uint64_t system = pick_system_prompt();
+    const Segment system_segment{system, system_lengths_[system]};
+    const uint32_t turns = config_.turns.sample_count(rng_, 1);
+    std::vector<uint32_t> history;  // the current branch, turn by turn
+    for (uint32_t turn = 0; turn < turns; ++turn) {
+      if (turn > 0) t = requests_[history.back()].t + config_.think_s.sample(rng_);
+      GenRequest r = base(c, ns, priority, t, "chat");
+      if (turn > 0 && rng_.chance(config_.regenerate)) {
+        // Ask the last turn again: same parent, same message, a new answer.
+        const GenRequest& last = requests_[history.back()];
+        r.parent = last.parent;
+        r.segs = last.segs;
+        r.kind = "regen";
+        history.pop_back();
+      } else if (turn > 0 && rng_.chance(config_.edit)) {
+        // Edit an earlier turn j: its history stays, its message changes.
+        const auto j = static_cast<std::size_t>(rng_.below(history.size()));
+        r.parent = requests_[history[j]].parent;
+        if (j == 0) r.segs.push_back(system_segment);
+        r.segs.push_back(fresh(config_.message_tokens.sample_count(rng_, 1)));
+        r.kind = "edit";
+        history.resize(j);
+      } else {
+        if (turn == 0) {
+          r.segs.push_back(system_segment);
+        } else {
+          r.parent = history.back();
+        }
+        r.segs.push_back(fresh(config_.message_tokens.sample_count(rng_, 1)));
+      }
+      r.out = config_.answer_tokens.sample_count(rng_, 1);
+      history.push_back(add(std::move(r)));
+    }
+  }
+
+  void agent(uint64_t c, uint64_t ns, int32_t priority, double t) {
+    const uint64_t system = pick_system_prompt();
+    GenRequest first = base(c, ns, priority, t, "agent");
+    first.segs.push_back({system, system_lengths_[system]});
+    first.segs.push_back(fresh(config_.message_tokens.sample_count(rng_, 1)));
+    first.out = config_.tool_call_tokens.sample_count(rng_, 1);
+    uint32_t last = add(std::move(first));
+    const uint32_t steps = config_.agent_steps.sample_count(rng_, 0);
+    for (uint32_t s = 0; s < steps; ++s) {
+      GenRequest r =
+          base(c, ns, priority, requests_[last].t + config_.tool_time_s.sample(rng_), "agent");
+      r.parent = last;
+      r.segs.push_back(fresh(config_.tool_tokens.sample_count(rng_, 1)));
+      r.out = config_.tool_call_tokens.sample_count(rng_, 1);
+      last = add(std::move(r));
+    }
+  }
+
+  const GenConfig& config_;
+  Rng rng_;
+  std::vector<uint32_t> system_lengths_;
+  std::vector<double> zipf_cdf_;
+  uint64_t next_content_ = 0;
+  std::vector<GenRequest> requests_;
+};
+
+}  // namespace
+
+void GenConfig::validate() const {
+  auto require = [](bool ok, std::string_view flag, std::string_view why) {
+    if (!ok) throw UsageError(fmt::format("{}: {}", flag, why));
+  };
+  require(conversations >= 1, "--conversations", "must be at least 1");
+  require(system_prompts >= 1, "--system-prompts", "must be at least 1");
+  // The pool's lengths and popularity are held in memory up front.
+  require(system_prompts <= 10'000'000, "--system-prompts",
+          "more than 1e7 is beyond what gen holds");
+  require(zipf >= 0 && zipf <= 10, "--zipf", "must lie in [0, 10]");
+  require(rate > 0 && std::isfinite(rate), "--rate", "must be a positive number");
+  require(regenerate >= 0 && regenerate <= 1, "--regenerate", "must lie in [0, 1]");
+  require(edit >= 0 && edit <= 1, "--edit", "must lie in [0, 1]");
+  require(agent_fraction >= 0 && agent_fraction <= 1, "--agent-fraction", "must lie in [0, 1]");
+  require(namespaces >= 1, "--namespaces", "must be at least 1");
+  require(!priorities.empty(), "--priorities", "needs at least one priority");
+  for (int32_t p : priorities) {
+    require(p >= kMinPriority && p <= kMaxPriority, "--priorities",
+            fmt::format("priority {} is outside [{}, {}]", p, kMinPriority, kMaxPriority));
+  }
+  // Turns and agent steps accumulate context: keep every prompt far below kMaxInputTokens.
+  require(turns.mean() <= 1000, "--turns", "a mean above 1000 turns is not a conversation");
+  require(agent_steps.mean() <= 10000, "--agent-steps", "a mean above 10000 steps is too many");
+}
+
+std::string generate_native(const GenConfig& config) {
+  config.validate();
+  std::vector<GenRequest> requests = Generator(config).run();
+  // Arrival order; a child is strictly later than its parent, so parents stay first.
+  std::vector<uint32_t> order(requests.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return requests[a].t < requests[b].t; });
+  std::vector<uint32_t> id_of(requests.size());
+  for (uint32_t pos = 0; pos < order.size(); ++pos) id_of[order[pos]] = pos;
+
+  std::string text = fmt::format(
+      "{{\"radixkv_trace\":1,\"generator\":\"radixkv gen\",\"seed\":{},\"requests\":{}}}\n",
+      config.seed, requests.size());
+  for (uint32_t pos = 0; pos < order.size(); ++pos) {
+    const GenRequest& r = requests[order[pos]];
+    text +=
+        fmt::format("{{\"id\":{},\"t\":{:.3f},\"ns\":{},\"pri\":{},", pos, r.t, r.ns, r.priority);
+    if (r.parent != kNoRequest) text += fmt::format("\"parent\":{},", id_of[r.parent]);
+    text += "\"segs\":[";
+    for (std::size_t s = 0; s < r.segs.size(); ++s) {
+      text += fmt::format("{}[{},{}]", s ? "," : "", r.segs[s].key, r.segs[s].length);
+    }
+    text +=
+        fmt::format("],\"out\":{},\"kind\":\"{}\",\"conv\":{}}}\n", r.out, r.kind, r.conversation);
+  }
+  return text;
+}
+
+}  // namespace radixkv::tools

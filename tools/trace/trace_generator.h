@@ -1,0 +1,54 @@
+// `radixkv gen`: synthetic multi-turn traces in the native format (docs/trace_format.md).
+//
+// The workload it models:
+//   - Conversations arrive as a Poisson process (`rate` per second). Each belongs to a namespace
+//     (uniform over `namespaces`), has a priority (uniform over `priorities`), and opens with a
+//     system prompt drawn from a pool whose popularity is Zipf(`zipf`) distributed.
+//   - A chat has `turns` turns; turn k's prompt is turn k-1's prompt + its answer + a new user
+//     message, arriving a think time after turn k-1.
+//   - Branching: with probability `regenerate` a turn is asked again (same prompt, new answer);
+//     with probability `edit` the user edits an earlier turn (same history up to it, a new
+//     message). The conversation continues from the new branch.
+//   - A fraction `agent_fraction` of conversations are agent loops: a task, then `agent_steps`
+//     steps, each adding a short tool call (the answer) and a long tool result to the context.
+// Deterministic: the same config (seed included) gives the same bytes, on any machine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/trace/distribution.h"
+#include "tools/trace/trace.h"
+
+namespace radixkv::tools {
+
+struct GenConfig {
+  uint64_t seed = 1;
+  uint64_t conversations = 500;
+  Distribution turns = Distribution::parse("uniform:1:8", "--turns");
+  uint64_t system_prompts = 16;
+  double zipf = 1.0;
+  Distribution system_tokens = Distribution::parse("lognormal:2000:0.5", "--system-tokens");
+  Distribution message_tokens = Distribution::parse("lognormal:200:0.8", "--message-tokens");
+  Distribution answer_tokens = Distribution::parse("lognormal:300:0.6", "--answer-tokens");
+  Distribution think_s = Distribution::parse("exp:30", "--think-time");
+  double rate = 1.0;  // conversations per second
+  double regenerate = 0.05;
+  double edit = 0.05;
+  double agent_fraction = 0.2;
+  Distribution agent_steps = Distribution::parse("uniform:4:24", "--agent-steps");
+  Distribution tool_tokens = Distribution::parse("lognormal:600:1.0", "--tool-tokens");
+  Distribution tool_call_tokens = Distribution::parse("lognormal:60:0.5", "--tool-call-tokens");
+  Distribution tool_time_s = Distribution::parse("exp:2", "--tool-time");
+  uint64_t namespaces = 1;
+  std::vector<int32_t> priorities = {kDefaultPriority};
+
+  // Throws UsageError naming the flag of the first impossible field.
+  void validate() const;
+};
+
+// The trace as native JSONL text: a header line, then one request a line in arrival order.
+std::string generate_native(const GenConfig& config);
+
+}  // namespace radixkv::tools
