@@ -9,10 +9,10 @@
 
 #include "kv_store/page_pool.h"
 #include "tools/cli/args.h"
-#include "tools/replay/belady_policy.h"
-#include "tools/replay/cache_replay.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/engine_cli.h"
+#include "tools/replay/belady_policy.h"
+#include "tools/replay/cache_replay.h"
 #include "tools/replay/replay_report.h"
 #include "tools/replay/sweep_plot.h"
 #include "tools/trace/trace_generator.h"

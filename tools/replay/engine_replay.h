@@ -3,10 +3,10 @@
 // the cache (shared/DESIGN.md, "Engine mode"; docs/engine.md).
 //
 //   - Requests arrive at their trace arrival times on a simulated clock; the clock advances by the
-//     cost model's price of each step (tools/replay/engine_result.h), or jumps to the next arrival when
-//     the engine is idle. Arrivals are queued at the start of the first step after they arrive;
-//     at most `window` wait inside the scheduler, later ones wait outside in arrival order (their
-//     time-to-first-token still counts from arrival). This bounds the scheduler's memory.
+//     cost model's price of each step (tools/replay/engine_result.h), or jumps to the next arrival
+//     when the engine is idle. Arrivals are queued at the start of the first step after they
+//     arrive; at most `window` wait inside the scheduler, later ones wait outside in arrival order
+//     (their time-to-first-token still counts from arrival). This bounds the scheduler's memory.
 //   - A request's prompt is its trace prompt; its answer is output_tokens tokens of its answer
 //     content, exactly the tokens a later turn's prompt repeats, so a finished turn (cached at
 //     finish) is hit by the next one.
