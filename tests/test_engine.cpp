@@ -90,7 +90,7 @@ CliRun cli(std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("engine: a turn's answer, cached at finish, is hit by the next turn; TTFT by hand") {
+TEST_CASE("engine: a turn's answer, cached at finish, is hit by the next turn (TTFT by hand)") {
   // P = 16. Turn 0 finishes with its prompt and 31 fed answer tokens (95 tokens, 5 full pages)
   // cached. Turn 1's 112-token prompt is matched up to floor(111/16)*16 = 96 tokens: 80 hit.
   // Cost: 0.01 s a step + 0.001 s per prefill token. Turn 0: 64 tokens, TTFT 0.074 s; then 31
@@ -141,7 +141,8 @@ TEST_CASE("engine: every schedule serves a generated trace with no leak, with an
   }
 }
 
-TEST_CASE("engine: a tight pool forces preemptions; every request still completes, no leak") {
+TEST_CASE(
+    "engine: a tight pool forces preemptions, and every request still completes with no leak") {
   const Trace trace = small_generated(11, 150);
   const uint64_t largest = largest_request_pages(trace, kTinyLayout.page_tokens);
   for (const char* schedule : {"fcfs", "lpm-share"}) {

@@ -26,7 +26,7 @@ void evict(FakeOwner& owner, EvictionEntry& expected) {
 
 }  // namespace
 
-TEST_CASE("lru: least recent access first; an unpinned leaf keeps its own stamp") {
+TEST_CASE("lru: least recent access first, and an unpinned leaf keeps its own stamp") {
   FakeOwner o(std::make_unique<LruPolicy>());
   EvictionEntry& a = o.create();
   EvictionEntry& b = o.create();
@@ -62,7 +62,7 @@ TEST_CASE("lfu: fewest hits first, least recent among equal hits") {
   evict(o, inner);
 }
 
-TEST_CASE("fifo: first created first, whatever the accesses; re-linked entries keep their age") {
+TEST_CASE("fifo: first created first whatever the accesses, and re-linked entries keep their age") {
   FakeOwner o(std::make_unique<FifoPolicy>());
   EvictionEntry& a = o.create();
   EvictionEntry& b = o.create();
@@ -128,7 +128,7 @@ TEST_CASE("priority: after the retention a priority falls back to 35, on the cal
   evict(o, other);
 }
 
-TEST_CASE("priority: a new access re-arms the retention; an entry may expire while unlinked") {
+TEST_CASE("priority: a new access re-arms the retention, and an entry may expire while unlinked") {
   FakeOwner o(std::make_unique<PriorityPolicy>(10.0));
   EvictionEntry& kept = o.create(80);  // t = 0
   EvictionEntry& pinned = o.create(80);
@@ -144,7 +144,8 @@ TEST_CASE("priority: a new access re-arms the retention; an entry may expire whi
   evict(o, kept);
 }
 
-TEST_CASE("slru: probation before protected; the protected excess is demoted to probation's MRU") {
+TEST_CASE(
+    "slru: probation before protected, and the protected excess is demoted to probation's MRU") {
   FakeOwner o(std::make_unique<SlruPolicy>(0.5));
   auto& slru = static_cast<SlruPolicy&>(*o.policy);
   EvictionEntry& a = o.create();  // tick 1, probation
@@ -199,7 +200,8 @@ TEST_CASE("sieve: hits set a bit, the hand clears bits and stops at the first un
   evict(o, a);
 }
 
-TEST_CASE("sieve: the hand does not move while its victim stays; a re-linked entry keeps its age") {
+TEST_CASE(
+    "sieve: the hand does not move while its victim stays, and a re-linked entry keeps its age") {
   FakeOwner o(std::make_unique<SievePolicy>());
   EvictionEntry& a = o.create();
   EvictionEntry& b = o.create();

@@ -44,7 +44,7 @@ TEST_CASE("fcfs admits in submission order") {
   f.check_no_leak();
 }
 
-TEST_CASE("lpm admits the longest cached prefix first; fcfs ignores it") {
+TEST_CASE("lpm admits the longest cached prefix first, fcfs ignores it") {
   SUBCASE("lpm") {
     SchedulerFixture f(4, 64, config_for("lpm"));
     submit_lpm_case(f);

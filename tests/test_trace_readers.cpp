@@ -80,7 +80,7 @@ TEST_CASE("mooncake: blocks of 512 tokens, partial last block, shared ids share 
   for (TokenId t : c) CHECK(t >= 0);
 }
 
-TEST_CASE("mooncake: malformed lines name file, line and reason; --skip-bad counts them") {
+TEST_CASE("mooncake: malformed lines name file, line and reason, and --skip-bad counts them") {
   const std::string text =
       "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
       "{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1]}\n"
