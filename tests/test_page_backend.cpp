@@ -11,6 +11,7 @@
 #include "kv_store/cuda_backend.h"
 #include "kv_store/page_pool.h"
 #include "tests/page_bytes.h"
+#include "tests/skip.h"
 
 using namespace radixkv;
 using radixkv::testing::Bytes;
@@ -65,11 +66,10 @@ const KvLayout kLayouts[] = {KvLayout{2, 2, 8, 2, 4}, KvLayout{1, 1, 3, 1, 5}};
 TYPE_TO_STRING(HostKind);
 TYPE_TO_STRING(CudaKind);
 
-// doctest has no skip from inside a test: say why and leave the test case.
-#define SKIP_UNLESS_AVAILABLE(Kind)                                   \
-  if (const std::string why = Kind::unavailable(); !why.empty()) {    \
-    MESSAGE("skipped on the " << Kind::kName << " backend: " << why); \
-    return;                                                           \
+// Leaves the test case, reported skipped (tests/skip.h), when the backend cannot run here.
+#define SKIP_UNLESS_AVAILABLE(Kind)                                \
+  if (const std::string why = Kind::unavailable(); !why.empty()) { \
+    RADIXKV_SKIP(Kind::kName << " backend unavailable: " << why);  \
   }
 
 TEST_CASE_TEMPLATE("a backend names itself and spaces its pages one page apart", Kind, HostKind,
