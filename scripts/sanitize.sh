@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the test suite under sanitizers.
+# Builds and runs the test suite under sanitizers, then scripts/check-tests.sh on that run.
 #   scripts/sanitize.sh address,undefined   every test but those labelled slow, under ASan + UBSan
 #   scripts/sanitize.sh thread              the multi-threaded tests under TSan
 set -euo pipefail
@@ -21,3 +21,4 @@ if [[ $sanitizers == thread ]]; then
 else
   ctest --test-dir "$build_dir" --output-on-failure -j2 -LE slow
 fi
+scripts/check-tests.sh "$build_dir"
