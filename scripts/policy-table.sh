@@ -4,7 +4,7 @@
 # the agentic-coding sample), at three capacities each, in cache mode with 16-token pages.
 # Hit rates are deterministic (no timing), so the table is the same on any machine.
 #   RADIXKV_TABLE_BUILD  build folder (default: build-policy-table; configured Release, no CUDA)
-#   RADIXKV_TRACES       the shared sample traces (default: ../shared/traces beside the checkout)
+#   RADIXKV_TRACES       the sample traces (default: data/traces in the repository)
 #   RADIXKV_TABLE_OUT    where traces, JSON results and plots go (default: a temporary folder)
 # Usage: scripts/policy-table.sh            rewrites the table between the markers in the doc
 #        scripts/policy-table.sh --print    prints it instead
@@ -12,7 +12,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RADIXKV_TABLE_BUILD:-$root/build-policy-table}
-traces=${RADIXKV_TRACES:-$root/../shared/traces}
+traces=${RADIXKV_TRACES:-$root/data/traces}
 out=${RADIXKV_TABLE_OUT:-$(mktemp -d)}
 policies="lru,lfu,fifo,priority,priority:retention=60,slru,sieve,gdsf,gdsf:depth_pages=inf,belady"
 

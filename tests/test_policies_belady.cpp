@@ -1,6 +1,6 @@
 // The offline bound: NextUseIndex against a scan of the future, `belady` replay against a naive
-// page-level MIN, and belady >= every online policy on generated traces (the shared samples are in
-// test_policies_belady_samples.cpp, labelled slow).
+// page-level MIN, and belady >= every online policy on generated traces (the samples in data/traces
+// are in test_policies_belady_samples.cpp, labelled slow).
 #include <doctest/doctest.h>
 
 #include <algorithm>

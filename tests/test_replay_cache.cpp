@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "tests/sample_traces.h"
 #include "tools/replay/cache_replay.h"
 #include "tools/trace/trace_reader.h"
 
@@ -160,11 +161,7 @@ TEST_CASE("cache mode: agentic filler tokens never hit") {
 
 TEST_CASE("cache mode: the agentic sample, worked out from its hash_ids") {
   const std::filesystem::path path =
-      std::filesystem::path(RADIXKV_SHARED_TRACES) / "agentic-coding" / "trace_0026.json";
-  if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: " << path << " is absent");
-    return;
-  }
+      radixkv::testing::sample_trace("agentic-coding/trace_0026.json");
   // Request 2's hash_ids repeat request 1's 238 ids, request 3's repeat request 2's 271 ids
   // (1..238, 1..271, 1..313 in the file). With 64-token pages and room for everything, the hits
   // are exactly those blocks: (238 + 271) * 64 of 15291 + 17401 + 20068 = 52760 tokens.

@@ -1,5 +1,5 @@
 // The three trace readers: hand-written inputs, malformed records, and the real samples in
-// shared/traces (skipped with a message when that folder is absent).
+// data/traces.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -8,15 +8,15 @@
 
 #include <unistd.h>
 
+#include "tests/sample_traces.h"
 #include "tools/trace/trace_reader.h"
 
 namespace fs = std::filesystem;
 using namespace radixkv;
 using namespace radixkv::tools;
+using radixkv::testing::sample_trace;
 
 namespace {
-
-const fs::path kShared = RADIXKV_SHARED_TRACES;
 
 // A fresh folder under the temp dir, removed when the test ends.
 struct TempDir {
@@ -263,14 +263,10 @@ TEST_CASE("read_trace: format guessing and file errors") {
 }
 
 TEST_CASE("real sample: Mooncake synthetic trace") {
-  const fs::path path = kShared / "mooncake" / "synthetic_trace.jsonl";
-  if (!fs::exists(path)) {
-    MESSAGE("skipped: " << path << " is absent");
-    return;
-  }
+  const fs::path path = sample_trace("mooncake/synthetic_trace.jsonl");
   const Trace trace = read_trace(path);
   CHECK(trace.format == TraceFormat::kMooncake);
-  CHECK(trace.requests.size() == 3993);  // shared/traces/README.md
+  CHECK(trace.requests.size() == 3993);  // data/traces/README.md
   CHECK(trace.skipped_records == 0);
   // Input tokens equal the sum of input_length, read here with a regex instead of the reader.
   std::ifstream in(path);
@@ -287,16 +283,16 @@ TEST_CASE("real sample: Mooncake synthetic trace") {
 }
 
 TEST_CASE("real sample: agentic-coding session") {
-  const fs::path path = kShared / "agentic-coding" / "trace_0026.json";
-  if (!fs::exists(path)) {
-    MESSAGE("skipped: " << path << " is absent");
-    return;
-  }
+  const fs::path path = sample_trace("agentic-coding/trace_0026.json");
   const Trace trace = read_trace(path);
   CHECK(trace.format == TraceFormat::kAgentic);
   REQUIRE(trace.requests.size() == 3);
   // The file's own totals: parent_tokens.input 52760, output 5294.
   CHECK(trace.input_tokens() == 52760);
   CHECK(trace.output_tokens() == 5294);
-  CHECK(read_trace(path.parent_path()).requests.size() == 3);  // the folder form
+  // The folder form, on a folder of this session alone: its neighbour trace_0291.json holds
+  // sub-agents, which the reader does not read yet.
+  TempDir dir;
+  fs::copy_file(path, dir.path / path.filename());
+  CHECK(read_trace(dir.path).requests.size() == 3);
 }

@@ -5,10 +5,9 @@ radixkv_add_test(test_policies
   LIBS radixkv_radix)
 
 # The offline bound (tools/replay/belady_policy.h) against a naive MIN and against every policy on
-# generated traces; then on the shared samples (slow under sanitizers; skipped when
-# shared/traces is absent).
+# generated traces; then on the samples in data/traces (slow under sanitizers).
 radixkv_add_test(test_policies_belady SOURCES test_policies_belady.cpp LIBS radixkv_replay)
 radixkv_add_test(test_policies_belady_samples SOURCES test_policies_belady_samples.cpp
   LIBS radixkv_replay LABELS slow)
 target_compile_definitions(test_policies_belady_samples PRIVATE
-  RADIXKV_SHARED_TRACES="${PROJECT_SOURCE_DIR}/../shared/traces")
+  RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")

@@ -1,19 +1,14 @@
 # Tests of tools/: trace readers and generator, cache-mode replay, the radixkv command line.
-# The real sample traces live in shared/traces beside the checkout; tests skip them when absent.
-set(RADIXKV_SHARED_TRACES "${PROJECT_SOURCE_DIR}/../shared/traces")
-
 radixkv_add_test(test_trace
   SOURCES test_trace_json.cpp test_trace_readers.cpp test_trace_gen.cpp
   LIBS radixkv_trace)
-target_compile_definitions(test_trace PRIVATE RADIXKV_SHARED_TRACES="${RADIXKV_SHARED_TRACES}")
+target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_replay
   SOURCES test_replay_cache.cpp test_replay_oracle.cpp
   LIBS radixkv_replay)
-target_compile_definitions(test_replay PRIVATE RADIXKV_SHARED_TRACES="${RADIXKV_SHARED_TRACES}")
+target_compile_definitions(test_replay PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_cli SOURCES test_cli.cpp LIBS radixkv_cli)
-target_compile_definitions(test_cli PRIVATE
-  RADIXKV_SHARED_TRACES="${RADIXKV_SHARED_TRACES}"
-  RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
+target_compile_definitions(test_cli PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
 add_dependencies(test_cli radixkv)
