@@ -1,7 +1,7 @@
 // RadixTree: the prefix index. A compressed radix trie over token ids, one per namespace, whose
 // edges point at refcounted pages of a PagePool.
 //
-// Semantics (see shared/DESIGN.md, "The radix trie"):
+// Semantics (see docs/design.md, "The radix trie"):
 //   - Only whole pages are cached. Keys are cut down to a multiple of page_tokens; nodes split only
 //     at page boundaries.
 //   - match() returns the longest cached page-aligned prefix, appends its page ids, and returns the

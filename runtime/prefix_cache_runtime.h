@@ -1,4 +1,4 @@
-// PrefixCacheRuntime: the adapter a batch scheduler calls (shared/DESIGN.md, "The runtime
+// PrefixCacheRuntime: the adapter a batch scheduler calls (docs/design.md, "The runtime
 // adapter"). It owns the radix tree and the budgeted allocator over a caller-provided PagePool and
 // tracks every live sequence (runtime/sequence.h).
 //

@@ -1,5 +1,5 @@
 // Shared by the core tests and the fuzzer: a pool and a tree over it, and the page accounting
-// check of shared/DESIGN.md ("capacity = free + cached + private"). Failures throw
+// check of docs/design.md ("capacity = free + cached + private"). Failures throw
 // std::logic_error with the reason, so the helpers work under doctest and under libFuzzer alike.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Cache-mode replay on small hand-made traces; every expected number is worked out by hand in the
-// comments, from shared/DESIGN.md's cache-mode rules.
+// comments, from docs/design.md's cache-mode rules.
 #include <doctest/doctest.h>
 
 #include <filesystem>

@@ -1,4 +1,5 @@
-// Cache-mode replay against a naive oracle: the DESIGN.md rules written directly over pages.
+// Cache-mode replay against a naive oracle: the rules of docs/design.md written directly over
+// pages.
 //
 // The oracle keeps one record per cached page, keyed by the whole token prefix up to the end of
 // that page, with the logical time of the last request that touched it (a match touches the

@@ -133,7 +133,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
         "Replays a trace against the radix prefix cache and reports the token-weighted hit rate,\n"
         "tokens and bytes reused, evictions, peak cached bytes, pages leaked (always 0 unless a\n"
         "bug), and the speed of the cache. With no --trace it replays the built-in multi-turn\n"
-        "trace. Cache mode follows shared/DESIGN.md exactly: one request at a time, only prompts\n"
+        "trace. Cache mode follows docs/design.md exactly: one request at a time, only prompts\n"
         "cached, page-by-page eviction from the least recently used unprotected leaf.\n"
         "Engine mode (docs/engine.md) serves the trace with the reference batch scheduler on one\n"
         "KV pool (--pool-bytes) and a simulated clock, and reports time to first token and\n"

@@ -1,4 +1,4 @@
-// Cache mode: the replay that published hit-rate curves use (shared/DESIGN.md, "Cache mode").
+// Cache mode: the replay that published hit-rate curves use (docs/design.md, "Cache mode").
 //
 // Requests run in trace order, one at a time, with no concurrency and no decode:
 //   1. m = leading pages already cached (RadixTree::match); hit tokens += m * page_tokens. The

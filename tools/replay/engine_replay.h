@@ -1,6 +1,6 @@
 // Engine mode: the trace served by a simulated engine built on the reference scheduler
 // (sim/scheduler.h) and the runtime adapter, over one KV pool shared by running sequences and
-// the cache (shared/DESIGN.md, "Engine mode"; docs/engine.md).
+// the cache (docs/design.md, "Engine mode"; docs/engine.md).
 //
 //   - Requests arrive at their trace arrival times on a simulated clock; the clock advances by the
 //     cost model's price of each step (tools/replay/engine_result.h), or jumps to the next arrival

@@ -1,5 +1,5 @@
 // Reading traces: the native format (docs/trace_format.md), Mooncake JSONL and agentic-coding JSON
-// (one file, or a folder of them), as shared/DESIGN.md describes them.
+// (one file, or a folder of them), as docs/design.md describes them.
 //
 // Every malformed record stops the read with TraceError "file:line: reason", unless skip_bad is
 // set: then the record is left out, counted in Trace::skipped_records, and nothing of it reaches
