@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 
 #include "kv_store/cuda_page_copy.h"
+#include "kv_store/page_copier.h"
 
 namespace radixkv {
 namespace {
@@ -14,24 +16,6 @@ namespace {
 std::string describe(cudaError_t code) {
   return fmt::format("{} ({})", cudaGetErrorString(code), cudaGetErrorName(code));
 }
-
-// Makes `device` current for a scope and puts the caller's device back afterwards.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) : device_(device) {
-    RADIXKV_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device_) RADIXKV_CUDA_CHECK(cudaSetDevice(device_));
-  }
-  ~DeviceGuard() {
-    if (previous_ != device_) static_cast<void>(cudaSetDevice(previous_));
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int device_;
-  int previous_ = 0;
-};
 
 // The largest word (1, 2, 4, 8 or 16 bytes) that divides every value: page sizes and addresses.
 uint32_t common_alignment(std::initializer_list<uint64_t> values) {
@@ -101,8 +85,19 @@ CudaProbe probe_cuda() {
 std::unique_ptr<PageBackend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }
+std::unique_ptr<PageBackend> make_pinned_host_backend() {
+  return std::make_unique<PinnedHostBackend>();
+}
 
 // ---- RAII wrappers --------------------------------------------------------------------------
+
+CudaDeviceGuard::CudaDeviceGuard(int device) : device_(device) {
+  RADIXKV_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device_) RADIXKV_CUDA_CHECK(cudaSetDevice(device_));
+}
+CudaDeviceGuard::~CudaDeviceGuard() {
+  if (previous_ != device_) static_cast<void>(cudaSetDevice(previous_));
+}
 
 CudaEvent::CudaEvent(bool timing) {
   RADIXKV_CUDA_CHECK(
@@ -170,21 +165,49 @@ PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& other) noexcept
   return *this;
 }
 
+// ---- PinnedHostBackend -----------------------------------------------------------------------
+
+PinnedHostBackend::PinnedHostBackend() {
+  const CudaProbe probe = probe_cuda();
+  if (!probe.available) {
+    throw CudaError(cudaErrorNoDevice, "cannot make the pinned host backend: " + probe.reason);
+  }
+}
+
+void PinnedHostBackend::reserve(uint32_t pages, uint64_t bytes_per_page) {
+  if (arena_.data() != nullptr) {
+    throw std::logic_error("PinnedHostBackend::reserve: called twice; one backend serves one pool");
+  }
+  if (pages == 0 || bytes_per_page == 0 ||
+      bytes_per_page > std::numeric_limits<uint64_t>::max() / pages) {
+    throw std::invalid_argument(fmt::format(
+        "PinnedHostBackend::reserve: {} pages of {} bytes is no arena (zero, or over 64 bits)",
+        pages, bytes_per_page));
+  }
+  arena_ = PinnedHostBuffer(uint64_t{pages} * bytes_per_page);
+  std::memset(arena_.data(), 0, arena_.size());  // fresh pages are defined, as on the host
+  bytes_per_page_ = bytes_per_page;
+}
+
+void* PinnedHostBackend::page_address(PageId page) const {
+  return arena_.data() + uint64_t{page} * bytes_per_page_;
+}
+
+void PinnedHostBackend::copy_page(PageId dst, PageId src) {
+  if (dst == src) return;
+  std::memcpy(page_address(dst), page_address(src), bytes_per_page_);
+}
+
 // ---- batch planning (no device needed) -------------------------------------------------------
 
 std::vector<PageRun> consecutive_runs(std::span<const PageId> pages) {
+  // The transfer runs of pages[slot] -> slot: the slots always continue a run.
+  std::vector<PageTransfer> to_slots;
+  to_slots.reserve(pages.size());
+  for (uint32_t slot = 0; slot < pages.size(); ++slot) to_slots.push_back({pages[slot], slot});
   std::vector<PageRun> runs;
-  for (uint32_t slot = 0; slot < pages.size(); ++slot) {
-    const PageId page = pages[slot];
-    if (!runs.empty()) {
-      PageRun& last = runs.back();
-      // Compare without wrapping: kInvalidPage + 1 must not continue a run at page 0.
-      if (last.first_page <= kInvalidPage - last.count && page == last.first_page + last.count) {
-        ++last.count;
-        continue;
-      }
-    }
-    runs.push_back(PageRun{page, slot, 1});
+  for (const TransferRun& run : transfer_runs(to_slots)) {
+    runs.push_back(PageRun{run.src, run.dst, run.count});
   }
   return runs;
 }
@@ -237,7 +260,7 @@ CudaBackend::CudaBackend(int device) {
                     device, probe.device_count));
   }
   device_ = device;
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   RADIXKV_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
   RADIXKV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
@@ -265,7 +288,7 @@ void CudaBackend::reserve(uint32_t pages, uint64_t bytes_per_page) {
         "CudaBackend::reserve: {} pages of {} bytes overflow 64 bits", pages, bytes_per_page));
   }
   const uint64_t bytes = uint64_t{pages} * bytes_per_page;
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   void* arena = nullptr;
   const cudaError_t code = cudaMalloc(&arena, bytes);
   if (code != cudaSuccess) {
@@ -302,7 +325,7 @@ void CudaBackend::copy_page(PageId dst, PageId src) {
   check_page(dst, "copy_page");
   check_page(src, "copy_page");
   if (dst == src) return;
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   RADIXKV_CUDA_CHECK(cudaMemcpyAsync(page_address(dst), page_address(src), bytes_per_page_,
                                      cudaMemcpyDeviceToDevice, stream_));
   RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -314,7 +337,7 @@ CudaEvent CudaBackend::copy_pages(std::span<const PageCopy> copies, cudaStream_t
   std::vector<CopyAddresses> pairs;
   pairs.reserve(work.size());
   for (const PageCopy& c : work) pairs.push_back({page_address(c.dst), page_address(c.src)});
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   CudaEvent done;
   const uint32_t alignment =
       common_alignment({bytes_per_page_, reinterpret_cast<uintptr_t>(arena_)});
@@ -361,7 +384,7 @@ CudaEvent CudaBackend::scatter(const PinnedHostBuffer& buffer, std::span<const P
 
 CudaEvent CudaBackend::transfer(std::span<const PageId> pages, const PinnedHostBuffer& buffer,
                                 cudaStream_t stream, TransferPath path, bool to_host) {
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   CudaEvent done;
   if (path == TransferPath::kCopyEngine) {
     for (const PageRun& run : consecutive_runs(pages)) {
@@ -400,7 +423,7 @@ void CudaBackend::write_page(PageId page, std::span<const std::byte> bytes) {
     throw std::invalid_argument(fmt::format(
         "CudaBackend::write_page: got {} bytes for a page of {}", bytes.size(), bytes_per_page_));
   }
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   RADIXKV_CUDA_CHECK(cudaMemcpyAsync(page_address(page), bytes.data(), bytes.size(),
                                      cudaMemcpyHostToDevice, stream_));
   RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -413,7 +436,7 @@ void CudaBackend::read_page(PageId page, std::span<std::byte> bytes) const {
         fmt::format("CudaBackend::read_page: got room for {} bytes, a page has {}", bytes.size(),
                     bytes_per_page_));
   }
-  DeviceGuard guard(device_);
+  CudaDeviceGuard guard(device_);
   RADIXKV_CUDA_CHECK(cudaMemcpyAsync(bytes.data(), page_address(page), bytes.size(),
                                      cudaMemcpyDeviceToHost, stream_));
   RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_));

@@ -1,9 +1,13 @@
 // CudaBackend: KV pages in GPU memory. One cudaMalloc arena split into pages (no managed memory);
 // page i starts at arena + i * bytes_per_page.
 //
-// This header compiles with or without CUDA. The backend itself exists only when the build found
-// nvcc (RADIXKV_HAVE_CUDA); either way probe_cuda(), cuda_device_available() and
-// make_cuda_backend() are here, so a caller can offer `--backend cuda` and explain a refusal.
+// PinnedHostBackend: host pages in page-locked memory, the host tier under a CUDA device pool
+// (its copies: kv_store/cuda_page_copier.h).
+//
+// This header compiles with or without CUDA. The backends themselves exist only when the build
+// found nvcc (RADIXKV_HAVE_CUDA); either way probe_cuda(), cuda_device_available(),
+// make_cuda_backend() and make_pinned_host_backend() are here, so a caller can offer
+// `--backend cuda` and explain a refusal.
 //
 // Semantics (the contract of the CUDA part):
 //   - copy_page (the PageBackend interface) is synchronous like the host backend's: when it
@@ -54,6 +58,9 @@ inline bool cuda_device_available() { return probe_cuda().available; }
 // Throws CudaError (with probe_cuda().reason) when no device answers, std::invalid_argument for a
 // device index that does not exist.
 std::unique_ptr<PageBackend> make_cuda_backend(int device = 0);
+// Host pages in pinned memory (PinnedHostBackend, below): the host tier under a CUDA device pool.
+// Throws CudaError (with probe_cuda().reason) when no device answers.
+std::unique_ptr<PageBackend> make_pinned_host_backend();
 
 class CudaError : public std::runtime_error {
  public:
@@ -68,6 +75,19 @@ class CudaError : public std::runtime_error {
 // unless code is cudaSuccess.
 void check_cuda(cudaError_t code, const char* call, const char* file, int line);
 #define RADIXKV_CUDA_CHECK(call) ::radixkv::check_cuda((call), #call, __FILE__, __LINE__)
+
+// Makes `device` current for a scope and puts the caller's device back afterwards.
+class CudaDeviceGuard {
+ public:
+  explicit CudaDeviceGuard(int device);
+  ~CudaDeviceGuard();
+  CudaDeviceGuard(const CudaDeviceGuard&) = delete;
+  CudaDeviceGuard& operator=(const CudaDeviceGuard&) = delete;
+
+ private:
+  int device_;
+  int previous_ = 0;
+};
 
 // A CUDA event, created without timing unless asked (cheaper to record and wait on).
 class CudaEvent {
@@ -125,6 +145,27 @@ class PinnedHostBuffer {
  private:
   std::byte* data_ = nullptr;
   uint64_t size_ = 0;
+};
+
+// PinnedHostBackend: host pages in one page-locked arena (a PinnedHostBuffer), zeroed at
+// reserve() like the host backend's. Its storage is host memory (kHost: tests and tools read the
+// bytes directly, and the host copier can memcpy them); being pinned, a CUDA device pool's copies
+// to and from it run on the copy engines, asynchronously (CudaPageCopier). Not thread-safe.
+class PinnedHostBackend final : public PageBackend {
+ public:
+  // Throws CudaError when no device answers (cudaHostAlloc needs one).
+  PinnedHostBackend();
+
+  std::string_view name() const override { return "pinned-host"; }
+  StorageKind storage() const override { return StorageKind::kHost; }
+  // Throws CudaError naming the size when the memory cannot be pinned; called once.
+  void reserve(uint32_t pages, uint64_t bytes_per_page) override;
+  void* page_address(PageId page) const override;
+  void copy_page(PageId dst, PageId src) override;
+
+ private:
+  PinnedHostBuffer arena_;
+  uint64_t bytes_per_page_ = 0;
 };
 
 // One page copy of a batch: dst receives src's bytes.
@@ -220,6 +261,9 @@ inline CudaProbe probe_cuda() {
 inline bool cuda_device_available() { return false; }
 inline std::unique_ptr<PageBackend> make_cuda_backend(int = 0) {
   throw std::runtime_error("cannot make the cuda backend: " + probe_cuda().reason);
+}
+inline std::unique_ptr<PageBackend> make_pinned_host_backend() {
+  throw std::runtime_error("cannot make the pinned host backend: " + probe_cuda().reason);
 }
 
 #endif
