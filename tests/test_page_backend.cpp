@@ -1,5 +1,6 @@
 // The PageBackend interface tests: one body for every backend that keeps bytes. The host backend
-// always runs; the CUDA backend runs when a device answers and is skipped, saying why, otherwise.
+// always runs; the CUDA and pinned host backends run when a device answers and are skipped,
+// saying why, otherwise.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -35,6 +36,23 @@ struct HostKind {
   }
 };
 
+// Pinned host memory: read and written like the host backend's, but it needs a CUDA device.
+struct PinnedHostKind {
+  static constexpr StorageKind kStorage = StorageKind::kHost;
+  static constexpr std::string_view kName = "pinned-host";
+  static std::string unavailable() {
+    const CudaProbe probe = probe_cuda();
+    return probe.available ? std::string() : probe.reason;
+  }
+  static std::unique_ptr<PageBackend> make() { return make_pinned_host_backend(); }
+  static void write(PageBackend& backend, PageId page, const Bytes& bytes) {
+    HostKind::write(backend, page, bytes);
+  }
+  static Bytes read(PageBackend& backend, PageId page, uint64_t bytes_per_page) {
+    return HostKind::read(backend, page, bytes_per_page);
+  }
+};
+
 struct CudaKind {
   static constexpr StorageKind kStorage = StorageKind::kDevice;
   static constexpr std::string_view kName = "cuda";
@@ -64,6 +82,7 @@ const KvLayout kLayouts[] = {KvLayout{2, 2, 8, 2, 4}, KvLayout{1, 1, 3, 1, 5}};
 }  // namespace
 
 TYPE_TO_STRING(HostKind);
+TYPE_TO_STRING(PinnedHostKind);
 TYPE_TO_STRING(CudaKind);
 
 // Leaves the test case, reported skipped (tests/skip.h), when the backend cannot run here.
@@ -73,7 +92,7 @@ TYPE_TO_STRING(CudaKind);
   }
 
 TEST_CASE_TEMPLATE("a backend names itself and spaces its pages one page apart", Kind, HostKind,
-                   CudaKind) {
+                   PinnedHostKind, CudaKind) {
   SKIP_UNLESS_AVAILABLE(Kind);
   for (const KvLayout& layout : kLayouts) {
     CAPTURE(layout.to_string());
@@ -89,7 +108,7 @@ TEST_CASE_TEMPLATE("a backend names itself and spaces its pages one page apart",
   }
 }
 
-TEST_CASE_TEMPLATE("fresh pages read back as zeros", Kind, HostKind, CudaKind) {
+TEST_CASE_TEMPLATE("fresh pages read back as zeros", Kind, HostKind, PinnedHostKind, CudaKind) {
   SKIP_UNLESS_AVAILABLE(Kind);
   const KvLayout layout = kLayouts[0];
   PagePool pool(layout, 4, Kind::make());
@@ -99,7 +118,7 @@ TEST_CASE_TEMPLATE("fresh pages read back as zeros", Kind, HostKind, CudaKind) {
 }
 
 TEST_CASE_TEMPLATE("every byte written to a page reads back, and copy_page copies one whole page",
-                   Kind, HostKind, CudaKind) {
+                   Kind, HostKind, PinnedHostKind, CudaKind) {
   SKIP_UNLESS_AVAILABLE(Kind);
   std::mt19937_64 rng(20260917);
   for (const KvLayout& layout : kLayouts) {
