@@ -1,11 +1,13 @@
-// radixkv_gpu_check: checks, then times, the CUDA page backend against plain cudaMemcpy.
+// radixkv_gpu_check: checks, then times, the CUDA page backend and the tier copier against plain
+// cudaMemcpy.
 //
 //   radixkv_gpu_check [--arena-mib N] [--reps N]
 //
-// For each page size it fills an arena of random bytes, runs every method once and compares every
-// byte of the result with a host model; only then does it time the method (--reps back-to-back
-// runs between two events). A batch is half the arena's pages, in random order. Exits 1 at the
-// first wrong byte, 2 when there is no device or an argument is bad. scripts/gpu-check.sh runs it.
+// Backend: for each page size it fills an arena of random bytes, runs every method once and
+// compares every byte of the result with a host model; only then does it time the method (--reps
+// back-to-back runs between two events). A batch is half the arena's pages, in random order.
+// Tier copier: gpu_check_copier.cpp. Exits 1 at the first wrong byte, 2 when there is no device
+// or an argument is bad. scripts/gpu-check.sh runs it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,15 +23,12 @@
 
 #include "kv_store/cuda_backend.h"
 #include "kv_store/kv_layout.h"
+#include "scripts/gpu_check.h"
 
 using namespace radixkv;
+using namespace radixkv::gpu_check;
 
 namespace {
-
-struct Options {
-  uint64_t arena_mib = 1024;
-  int reps = 10;
-};
 
 Options parse(int argc, char** argv) {
   Options options;
@@ -58,34 +57,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return options;
-}
-
-// splitmix64: fast enough to refill a GiB between checks.
-void fill_random(std::byte* data, uint64_t bytes, uint64_t seed) {
-  uint64_t state = seed;
-  for (uint64_t i = 0; i < bytes; i += 8) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    std::memcpy(data + i, &z, std::min<uint64_t>(8, bytes - i));
-  }
-}
-
-class CheckFailed : public std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void expect_equal(const std::byte* got, const std::byte* want, uint64_t bytes, uint64_t page_bytes,
-                  const std::string& what) {
-  if (std::memcmp(got, want, bytes) == 0) return;
-  uint64_t i = 0;
-  while (got[i] == want[i]) ++i;
-  throw CheckFailed(
-      fmt::format("{}: wrong byte at offset {} (page slot {}, byte {}): got {:#04x}, "
-                  "want {:#04x}",
-                  what, i, i / page_bytes, i % page_bytes, std::to_integer<int>(got[i]),
-                  std::to_integer<int>(want[i])));
 }
 
 struct Row {
@@ -266,11 +237,6 @@ class Bench {
   std::vector<PageCopy> copies_;
 };
 
-std::string size_label(uint64_t bytes) {
-  return bytes % (1ull << 20) == 0 ? fmt::format("{} MiB", bytes >> 20)
-                                   : fmt::format("{} KiB", bytes >> 10);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -318,6 +284,7 @@ int main(int argc, char** argv) {
                    row.method, row.gbps);
       }
     }
+    run_copier_check(options);
   } catch (const CheckFailed& e) {
     fmt::print(stderr, "CHECK FAILED: {}\n", e.what());
     return 1;

@@ -10,6 +10,7 @@ radixkv_add_test(test_page_copier SOURCES test_page_copier.cpp LIBS radixkv_kv_s
 
 # The bandwidth and correctness check that scripts/gpu-check.sh runs on a GPU machine.
 if(RADIXKV_HAVE_CUDA)
-  add_executable(radixkv_gpu_check ${PROJECT_SOURCE_DIR}/scripts/gpu_check.cpp)
+  add_executable(radixkv_gpu_check ${PROJECT_SOURCE_DIR}/scripts/gpu_check.cpp
+    ${PROJECT_SOURCE_DIR}/scripts/gpu_check_copier.cpp)
   target_link_libraries(radixkv_gpu_check PRIVATE radixkv_kv_store)
 endif()
