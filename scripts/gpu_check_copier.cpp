@@ -58,8 +58,11 @@ class CopierBench {
     std::vector<std::byte> device_model(arena_bytes()), host_model(arena_bytes());
     fill_random(device_model.data(), device_model.size(), rng_());
     fill_random(host_model.data(), host_model.size(), rng_());
-    RADIXKV_CUDA_CHECK(
-        cudaMemcpy(arena(device_), device_model.data(), arena_bytes(), cudaMemcpyHostToDevice));
+    // On stream_ and synchronised: a plain cudaMemcpy from pageable memory may return before its
+    // DMA lands, and the copier's non-blocking stream is not ordered after the default stream.
+    RADIXKV_CUDA_CHECK(cudaMemcpyAsync(arena(device_), device_model.data(), arena_bytes(),
+                                       cudaMemcpyHostToDevice, stream_));
+    RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::memcpy(arena(host_), host_model.data(), arena_bytes());
 
     CopyTicket last = 0;
@@ -79,8 +82,9 @@ class CopierBench {
     copier_->wait(last);
     if (!copier_->done(last)) throw CheckFailed("done() is false after wait() of the same ticket");
     std::vector<std::byte> readback(arena_bytes());
-    RADIXKV_CUDA_CHECK(
-        cudaMemcpy(readback.data(), arena(device_), arena_bytes(), cudaMemcpyDeviceToHost));
+    RADIXKV_CUDA_CHECK(cudaMemcpyAsync(readback.data(), arena(device_), arena_bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+    RADIXKV_CUDA_CHECK(cudaStreamSynchronize(stream_));
     expect_equal(readback.data(), device_model.data(), arena_bytes(), page_bytes_,
                  "tier copier, device pool after 4 batches");
     expect_equal(arena(host_), host_model.data(), arena_bytes(), page_bytes_,
