@@ -22,9 +22,13 @@ inline constexpr int32_t kDefaultPriority = 35;
 struct AccessHint {
   int32_t priority = kDefaultPriority;
   // Time of the access on the caller's clock, in seconds (a trace's arrival time). Only policies
-  // with a notion of duration read it (the priority policy's retention); callers that have no
-  // clock leave it at 0, and such policies then see time stand still.
+  // with a notion of duration read it (the priority policy's retention, the reuse policy's
+  // ages); callers that have no clock leave it at 0, and such policies then see time stand still.
   double now = 0.0;
+  // Length of the accessing request's answer in tokens, where the caller knows it (cache-mode
+  // replay: the trace's output length, the request being over before the next one starts); 0 when
+  // unknown. A request class for the reuse policy.
+  uint32_t output_tokens = 0;
 };
 
 struct EvictionEntry {
@@ -43,11 +47,14 @@ struct EvictionEntry {
   uint32_t pages = 0;         // pages the entry holds now: its charge
   uint32_t prefix_pages = 0;  // pages on its path above it (deeper entries save longer prefills)
   int32_t priority = kDefaultPriority;  // priority of the latest access
+  uint32_t output_tokens = 0;           // AccessHint::output_tokens of the latest access
+  double last_access_s = 0.0;           // AccessHint::now of the latest access (seconds)
 
   // Policy-owned: an ordered policy keys on these, never on the facts above, which the owner
   // rewrites just before on_access() while the entry may still be linked.
   uint64_t rank = 0;
   double score = 0.0;
+  double stamp = 0.0;  // a time the policy remembers (reuse: its previous access)
   uint8_t segment = 0;
   bool visited = false;
 };

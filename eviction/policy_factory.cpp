@@ -12,6 +12,7 @@
 #include "eviction/lfu_policy.h"
 #include "eviction/lru_policy.h"
 #include "eviction/priority_policy.h"
+#include "eviction/reuse_policy.h"
 #include "eviction/sieve_policy.h"
 #include "eviction/slru_policy.h"
 
@@ -61,7 +62,7 @@ void apply_parameters(std::string_view spec, std::string_view list, std::string_
 }  // namespace
 
 std::vector<std::string_view> policy_names() {
-  return {"lru", "lfu", "fifo", "priority", "slru", "sieve", "gdsf"};
+  return {"lru", "lfu", "fifo", "priority", "slru", "sieve", "gdsf", "reuse"};
 }
 
 std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec) {
@@ -114,6 +115,21 @@ std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec) {
       return true;
     });
     return std::make_unique<GdsfPolicy>(depth_pages);
+  }
+  if (name == "reuse") {
+    double decay = ReusePolicy::kDefaultDecay;
+    double prior = ReusePolicy::kDefaultPrior;
+    apply_parameters(spec, list, "decay, prior", [&](std::string_view key, double value) {
+      if (key == "decay") {
+        decay = value;
+      } else if (key == "prior") {
+        prior = value;
+      } else {
+        return false;
+      }
+      return true;
+    });
+    return std::make_unique<ReusePolicy>(decay, prior);
   }
   throw std::invalid_argument(fmt::format("unknown eviction policy '{}' (known: {})", spec,
                                           fmt::join(policy_names(), ", ")));

@@ -261,6 +261,8 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   upper->inserted_at = node->inserted_at;
   upper->hits = node->hits;
   upper->priority = node->priority;
+  upper->output_tokens = node->output_tokens;
+  upper->last_access_s = node->last_access_s;
   node->parent_->children_.replace(node->first_page_hash_, node, upper);
 
   const uint32_t lower_pages = node->pages - upper_pages;
@@ -282,6 +284,8 @@ void RadixTree::touch_path(RadixNode* node, const AccessHint& hint) {
     x->last_access = tick;
     ++x->hits;
     x->priority = hint.priority;
+    x->output_tokens = hint.output_tokens;
+    x->last_access_s = hint.now;
     policy_->on_access(*x, hint);
   }
 }

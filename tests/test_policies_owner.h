@@ -1,6 +1,7 @@
 // A stand-in for the radix tree in the policy tests: keeps EvictionEntry facts the way the tree
-// does (one clock tick per access, hits counted, priority of the latest access, creation time),
-// with nothing else around it, so that a policy's ordering can be worked out by hand.
+// does (one clock tick per access, hits counted, priority, answer length and time of the latest
+// access, creation time), with nothing else around it, so that a policy's ordering can be worked
+// out by hand.
 #pragma once
 
 #include <deque>
@@ -32,16 +33,20 @@ struct FakeOwner {
   }
   // One access, as touch_path does it for each node on a path.
   void touch(EvictionEntry& entry, int32_t priority = kDefaultPriority) {
+    const AccessHint hint{priority, now, output_tokens};
     entry.last_access = ++clock;
     ++entry.hits;
     entry.priority = priority;
-    policy->on_access(entry, AccessHint{priority, now});
+    entry.output_tokens = hint.output_tokens;
+    entry.last_access_s = hint.now;
+    policy->on_access(entry, hint);
   }
 
   std::deque<EvictionEntry> entries;  // declared first: outlives the policy that links them
   std::unique_ptr<EvictionPolicy> policy;
   uint64_t clock = 0;
-  double now = 0.0;  // seconds, passed as AccessHint::now
+  double now = 0.0;            // seconds, passed as AccessHint::now
+  uint32_t output_tokens = 0;  // passed as AccessHint::output_tokens
 };
 
 }  // namespace radixkv::testing

@@ -11,6 +11,7 @@
 #include "eviction/lfu_policy.h"
 #include "eviction/lru_policy.h"
 #include "eviction/priority_policy.h"
+#include "eviction/reuse_policy.h"
 #include "eviction/sieve_policy.h"
 #include "eviction/slru_policy.h"
 #include "tests/cache_fixture.h"
@@ -19,7 +20,7 @@ using namespace radixkv;
 using radixkv::testing::CacheFixture;
 
 #define RADIXKV_ALL_POLICIES \
-  LruPolicy, LfuPolicy, FifoPolicy, PriorityPolicy, SlruPolicy, SievePolicy, GdsfPolicy
+  LruPolicy, LfuPolicy, FifoPolicy, PriorityPolicy, SlruPolicy, SievePolicy, GdsfPolicy, ReusePolicy
 
 namespace {
 
@@ -196,5 +197,31 @@ TEST_CASE("through the tree, a split's upper node inherits the facts of the node
   CHECK(f.tree.evict_pages(2) == 2);
   CHECK(f.tree.peek(0, head) == 2);
   CHECK(f.tree.peek(0, other) == 0);
+  f.check();
+}
+
+TEST_CASE("through the tree, the time and answer length of an access reach the policy") {
+  CacheFixture f(2, 64, "reuse");
+  const std::vector<TokenId> first{1, 1, 2, 2};
+  const std::vector<TokenId> branch{1, 1, 5, 5};
+  std::vector<PageId> pages;
+  REQUIRE(f.pool.allocate(2, pages));
+  const RadixNode* leaf = f.tree.insert(0, first, pages, AccessHint{35, 2.5, 700}).node;
+  f.pool.release(pages);
+  CHECK(leaf->last_access_s == 2.5);
+  CHECK(leaf->output_tokens == 700);
+  // A branch splits the edge: its stem (the upper half) and the new leaf carry the latest access,
+  // the lower half keeps its own.
+  pages.clear();
+  REQUIRE(f.pool.allocate(1, pages));
+  const std::vector<PageId> path{leaf->page_ids()[0], pages[0]};
+  const RadixNode* stem = f.tree.insert(0, branch, path, AccessHint{35, 4.0, 9}).node->parent();
+  f.pool.release(pages);
+  CHECK(stem->num_pages() == 1);
+  CHECK(leaf->parent() == stem);
+  CHECK(stem->last_access_s == 4.0);
+  CHECK(stem->output_tokens == 9);
+  CHECK(leaf->last_access_s == 2.5);
+  CHECK(leaf->output_tokens == 700);
   f.check();
 }

@@ -72,7 +72,7 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   for (std::size_t i = 0; i < total; ++i) {
     const TraceRequest& request = trace.requests[i];
     const std::span<const TokenId> tokens = expander.expand(i);
-    const AccessHint hint{request.priority, request.arrival_s};
+    const AccessHint hint{request.priority, request.arrival_s, request.output_tokens};
     if (config.before_request) config.before_request(i);
     fresh.clear();
 

@@ -1,0 +1,87 @@
+#include "eviction/reuse_policy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+namespace radixkv {
+
+ReusePolicy::ReusePolicy(double decay, double prior) : decay_(decay), prior_(prior) {
+  if (!(decay >= 0.0 && std::isfinite(decay))) {
+    throw std::invalid_argument(
+        fmt::format("reuse policy: decay {} must be finite and at least 0", decay));
+  }
+  if (!(prior > 0.0 && std::isfinite(prior))) {
+    throw std::invalid_argument(
+        fmt::format("reuse policy: prior {} must be finite and positive", prior));
+  }
+}
+
+uint8_t ReusePolicy::class_of(uint32_t output_tokens) {
+  return static_cast<uint8_t>(std::min<int>(std::bit_width(output_tokens), kClasses - 1));
+}
+
+double ReusePolicy::overall_rate() const {
+  return all_exposure_ > 0.0 ? all_reuses_ / all_exposure_ : 0.0;
+}
+
+double ReusePolicy::rate(uint8_t cls) const {
+  const double overall = overall_rate();
+  if (overall <= 0.0) return 0.0;
+  return (reuses_[cls] + prior_) / (exposure_[cls] + prior_ / overall);
+}
+
+double ReusePolicy::offset(uint8_t cls) const {
+  const double overall = overall_rate();
+  if (overall <= 0.0 || tau() <= 0.0) return 0.0;
+  return tau() * std::log(rate(cls) / overall);
+}
+
+void ReusePolicy::set_key(EvictionEntry& entry) const {
+  entry.score = entry.last_access_s + offset(class_of(entry.output_tokens));
+  entry.rank = entry.last_access;
+}
+
+void ReusePolicy::record(uint8_t cls, double reuses, double exposure) {
+  reuses_[cls] += reuses;
+  exposure_[cls] += exposure;
+  all_reuses_ += reuses;
+  all_exposure_ += exposure;
+}
+
+void ReusePolicy::add(EvictionEntry& entry) {
+  set_key(entry);
+  link(entry);
+}
+
+void ReusePolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {
+  now_ = std::max(now_, hint.now);
+  if (entry.visited && entry.last_access_s > entry.stamp) {
+    const double pages = entry.pages;
+    record(entry.segment, pages, pages * (entry.last_access_s - entry.stamp));
+  }
+  entry.visited = true;
+  entry.segment = class_of(entry.output_tokens);
+  entry.stamp = entry.last_access_s;
+  if (contains(entry)) relink(entry, [&](EvictionEntry& e) { set_key(e); });
+}
+
+EvictionEntry* ReusePolicy::victim() {
+  EvictionEntry* entry = OrderedPolicy::victim();
+  if (entry == nullptr) return nullptr;
+  // The owner takes one page from it now: that page's time in the cache ends without a reuse.
+  const double age = std::max(0.0, now_ - entry->last_access_s);
+  record(class_of(entry->output_tokens), 0.0, age);
+  if (!have_victim_) {
+    victim_age_ = age;
+    have_victim_ = true;
+  } else {
+    victim_age_ += (age - victim_age_) / kVictimAgeWindow;
+  }
+  return entry;
+}
+
+}  // namespace radixkv

@@ -1,0 +1,90 @@
+// ReusePolicy: evicts the page least likely to be reused soon, by a reuse rate that it learns
+// online for each class of request and that decays with the time since the page's last use.
+//
+// The model (after the ATC'25 study of a cloud provider's KV cache, "KVCache Cache in the Wild":
+// reuse is predictable per request category and its probability decays roughly exponentially
+// with the time since the last use). A page whose latest access came from a request of class c,
+// `age` seconds ago, is reused at the rate
+//     rate_c * exp(-age / tau).
+// Evicting the lowest such value is evicting the lowest key
+//     score = last_access_s + tau * ln(rate_c / rate_all),
+// which does not change while the entry sits in the set: within a class the order is LRU, and a
+// class reused twice as often as the average stays tau * ln 2 seconds longer.
+//
+//   class    the bit width of the answer length of the latest access (EvictionEntry::
+//            output_tokens, from AccessHint::output_tokens; class 0 = not known). On the Mooncake
+//            sample it tells document questions (short answers, asked again and again) from chat
+//            (long answers, rarely repeated); docs/policies.md has the numbers.
+//   rate_c   reuses per page-second in the cache, counted online: an access to an entry whose
+//            previous access came from class c at an earlier time adds `pages` reuses and
+//            pages * (time since then) of exposure to c; each evicted page adds its age to the
+//            exposure of its class. rate_all is the same over every class. A class starts at
+//            rate_all and moves to its own rate as data comes: `prior` pages of pseudo-reuses,
+//                rate_c = (reuses_c + prior) / (exposure_c + prior / rate_all).
+//   tau      `decay` times the age of recent victims (a moving average over about 1,024 evicted
+//            pages): the cache's own time scale, so neither the clock's unit nor the trace's
+//            rate enters, and the defaults serve every workload.
+//
+// Clock: the caller's (AccessHint::now, kept by the owner as EvictionEntry::last_access_s).
+// Accesses at the same instant as the previous one (a request's match, then its insert) are not
+// counted as reuses. A caller without a clock (now always 0) sees every key equal: LRU by tree
+// tick. So does a workload whose classes are reused alike (every offset near 0).
+//
+// Adaptation to leaf-only, page-granular eviction: a key is computed from the owner's facts when
+// the entry is linked or touched, with the estimates of that moment, and is not revised when the
+// estimates move later (that would take a re-sort); an inner node that becomes a leaf is keyed by
+// its own last access, which splits copy. Accesses to inner nodes count as reuses too (their
+// pages were reused). Tail truncation does not re-key: the victim stays first until it is gone.
+//
+// Keys: score as above, then rank = last access (tree tick). Policy-owned state per entry: the
+// class and time of its previous access (segment, stamp; visited = they are set). O(log n) per
+// add, access and remove; victim() is O(1) plus an O(1) update of the estimates.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "eviction/ordered_policy.h"
+
+namespace radixkv {
+
+class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
+ public:
+  static constexpr int kClasses = 18;  // answer lengths 0, 1, 2-3, ..., 2^15-2^16-1, >= 2^16
+  static constexpr double kDefaultDecay = 1.0;
+  static constexpr double kDefaultPrior = 16.0;
+  static constexpr double kVictimAgeWindow = 1024.0;  // pages, for the moving average of tau
+
+  ReusePolicy() : ReusePolicy(kDefaultDecay, kDefaultPrior) {}
+  // decay >= 0 and finite (0: plain LRU on the caller's clock); prior > 0 and finite. Throws
+  // std::invalid_argument otherwise.
+  ReusePolicy(double decay, double prior);
+  std::string_view name() const override { return "reuse"; }
+  void add(EvictionEntry& entry) override;
+  void on_access(EvictionEntry& entry, const AccessHint& hint) override;
+  EvictionEntry* victim() override;
+
+  static uint8_t class_of(uint32_t output_tokens);
+  // The current estimates: rate_c and rate_all in reuses per page-second (0 before any
+  // exposure), tau in seconds (0 before the first victim).
+  double rate(uint8_t cls) const;
+  double overall_rate() const;
+  double tau() const { return decay_ * victim_age_; }
+
+ private:
+  double offset(uint8_t cls) const;
+  void set_key(EvictionEntry& entry) const;
+  void record(uint8_t cls, double reuses, double exposure);
+
+  double decay_;
+  double prior_;
+  double now_ = 0.0;         // latest AccessHint::now seen
+  double victim_age_ = 0.0;  // moving average of the age of evicted pages
+  bool have_victim_ = false;
+  std::array<double, kClasses> reuses_{};
+  std::array<double, kClasses> exposure_{};
+  double all_reuses_ = 0.0;
+  double all_exposure_ = 0.0;
+};
+
+}  // namespace radixkv

@@ -1,0 +1,142 @@
+// The reuse policy's ordering and estimates, on small cases worked out by hand (the rule is in
+// eviction/reuse_policy.h). Entries are created and touched through FakeOwner, which keeps their
+// facts the way the radix tree does.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "eviction/reuse_policy.h"
+#include "tests/test_policies_owner.h"
+
+using namespace radixkv;
+using radixkv::testing::FakeOwner;
+
+namespace {
+
+// Removes the victim, which must be `expected`, as the tree does once it took all its pages.
+void evict(FakeOwner& owner, EvictionEntry& expected) {
+  REQUIRE(owner.policy->victim() == &expected);
+  owner.policy->remove(expected);
+}
+
+ReusePolicy& reuse(FakeOwner& owner) { return dynamic_cast<ReusePolicy&>(*owner.policy); }
+
+}  // namespace
+
+TEST_CASE("reuse: the class is the bit width of the answer length, the last one shared") {
+  CHECK(ReusePolicy::class_of(0) == 0);
+  CHECK(ReusePolicy::class_of(1) == 1);
+  CHECK(ReusePolicy::class_of(2) == 2);
+  CHECK(ReusePolicy::class_of(3) == 2);
+  CHECK(ReusePolicy::class_of(10) == 4);
+  CHECK(ReusePolicy::class_of(1000) == 10);
+  CHECK(ReusePolicy::class_of((1u << 16) - 1) == 16);
+  CHECK(ReusePolicy::class_of(1u << 16) == 17);
+  CHECK(ReusePolicy::class_of(~0u) == ReusePolicy::kClasses - 1);
+}
+
+TEST_CASE("reuse: without a clock it is LRU, whatever the answer lengths") {
+  FakeOwner o(std::make_unique<ReusePolicy>());
+  o.output_tokens = 5;
+  EvictionEntry& a = o.create();
+  o.output_tokens = 3000;
+  EvictionEntry& b = o.create();
+  o.output_tokens = 40;
+  EvictionEntry& c = o.create();
+  o.touch(a);
+  o.touch(b);
+  o.policy->remove(c);  // pinned
+  o.policy->add(c);     // unpinned: keeps its own, oldest stamp
+  evict(o, c);
+  CHECK(reuse(o).tau() == 0.0);
+  CHECK(reuse(o).overall_rate() == 0.0);
+  evict(o, a);
+  evict(o, b);
+}
+
+TEST_CASE("reuse: decay=0 is LRU on the caller's clock, even once classes differ") {
+  FakeOwner o(std::make_unique<ReusePolicy>(0.0, 1.0));
+  o.output_tokens = 10;
+  EvictionEntry& often = o.create();
+  o.output_tokens = 1000;
+  EvictionEntry& never = o.create();
+  for (int t = 1; t <= 5; ++t) {
+    o.now = t;
+    o.output_tokens = 10;
+    o.touch(often);
+  }
+  evict(o, never);  // its page leaves with age 5: class 10 has exposure but no reuse
+  CHECK(reuse(o).rate(10) < reuse(o).rate(4));
+  o.now = 6;
+  o.output_tokens = 1000;
+  EvictionEntry& fresh = o.create();
+  evict(o, often);  // last used at 5, fresh at 6: recency alone decides
+  evict(o, fresh);
+}
+
+TEST_CASE("reuse: a class reused less than average goes first, one reused more stays longer") {
+  // decay 1, prior 1 page: every number below is worked out from the formulas in the header.
+  FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
+  o.now = 0;
+  o.output_tokens = 10;  // class 4: a short answer
+  EvictionEntry& a = o.create();
+  o.output_tokens = 1000;  // class 10: a long one
+  EvictionEntry& b = o.create();
+  CHECK(a.score == 0.0);  // nothing is known yet: no offset
+  CHECK(b.score == 0.0);
+
+  // a is reused 10 s later: class 4 gains 1 reuse over 1 page x 10 s.
+  o.now = 10;
+  o.output_tokens = 10;
+  o.touch(a);
+  CHECK(reuse(o).overall_rate() == doctest::Approx(0.1));
+  CHECK(a.score == 10.0);  // no victim yet, so tau = 0 and no offset
+
+  // b is the victim, its page evicted at age 10: class 10 gains 10 s of exposure, no reuse.
+  evict(o, b);
+  CHECK(reuse(o).tau() == 10.0);                                  // the first victim's age
+  CHECK(reuse(o).overall_rate() == doctest::Approx(1.0 / 20.0));  // 1 reuse / 20 page-seconds
+  CHECK(reuse(o).rate(4) == doctest::Approx((1.0 + 1.0) / (10.0 + 1.0 / 0.05)));   // 2/30
+  CHECK(reuse(o).rate(10) == doctest::Approx((0.0 + 1.0) / (10.0 + 1.0 / 0.05)));  // 1/30
+  CHECK(reuse(o).rate(7) == doctest::Approx(0.05));  // no data: the average
+
+  // Two new leaves at t = 12: key = 12 + tau * ln(rate_c / rate_all).
+  o.now = 12;
+  o.output_tokens = 1000;
+  EvictionEntry& long_answer = o.create();
+  o.output_tokens = 10;
+  EvictionEntry& short_answer = o.create();
+  CHECK(long_answer.score == doctest::Approx(12.0 + 10.0 * std::log(2.0 / 3.0)));   // 7.95
+  CHECK(short_answer.score == doctest::Approx(12.0 + 10.0 * std::log(4.0 / 3.0)));  // 14.88
+  // The long-answer leaf, though newer than a (10), goes before it.
+  evict(o, long_answer);
+  evict(o, a);
+  evict(o, short_answer);
+}
+
+TEST_CASE("reuse: an access at the same instant as the previous one is no reuse") {
+  FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
+  o.now = 3;
+  EvictionEntry& a = o.create(kDefaultPriority, 4);
+  o.touch(a);  // the same request's insert after its match
+  CHECK(reuse(o).overall_rate() == 0.0);
+  o.now = 5;
+  o.touch(a);  // 4 pages reused after 2 s
+  CHECK(reuse(o).overall_rate() == doctest::Approx(4.0 / 8.0));
+}
+
+TEST_CASE("reuse: an inner node is counted when reused and keyed by its own access as a leaf") {
+  FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
+  o.now = 1;
+  o.output_tokens = 2000;
+  EvictionEntry& inner = o.create_unlinked(kDefaultPriority, 2);  // on a path, not a leaf
+  EvictionEntry& old_leaf = o.create();
+  o.now = 4;
+  o.touch(inner);  // 2 pages reused after 3 s: class 11 learns 2 reuses over 6 page-seconds
+  CHECK(reuse(o).overall_rate() == doctest::Approx(2.0 / 6.0));
+  CHECK(reuse(o).rate(11) == doctest::Approx(1.0 / 3.0));
+  // Its last child is gone: it becomes a leaf keyed at t = 4 (tau is still 0), after old_leaf.
+  o.policy->add(inner);
+  evict(o, old_leaf);
+  evict(o, inner);
+}
