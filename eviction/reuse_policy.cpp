@@ -20,8 +20,9 @@ ReusePolicy::ReusePolicy(double decay, double prior) : decay_(decay), prior_(pri
   }
 }
 
-uint8_t ReusePolicy::class_of(uint32_t output_tokens) {
-  return static_cast<uint8_t>(std::min<int>(std::bit_width(output_tokens), kClasses - 1));
+uint8_t ReusePolicy::class_of(const EvictionEntry& entry) {
+  const int answer = std::min<int>(std::bit_width(entry.output_tokens), kAnswerClasses - 1);
+  return static_cast<uint8_t>(entry.prefix_pages == 0 ? answer : kAnswerClasses + answer);
 }
 
 double ReusePolicy::overall_rate() const {
@@ -41,7 +42,7 @@ double ReusePolicy::offset(uint8_t cls) const {
 }
 
 void ReusePolicy::set_key(EvictionEntry& entry) const {
-  entry.score = entry.last_access_s + offset(class_of(entry.output_tokens));
+  entry.score = entry.last_access_s + offset(class_of(entry));
   entry.rank = entry.last_access;
 }
 
@@ -64,7 +65,7 @@ void ReusePolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {
     record(entry.segment, pages, pages * (entry.last_access_s - entry.stamp));
   }
   entry.visited = true;
-  entry.segment = class_of(entry.output_tokens);
+  entry.segment = class_of(entry);
   entry.stamp = entry.last_access_s;
   if (contains(entry)) relink(entry, [&](EvictionEntry& e) { set_key(e); });
 }
@@ -74,7 +75,7 @@ EvictionEntry* ReusePolicy::victim() {
   if (entry == nullptr) return nullptr;
   // The owner takes one page from it now: that page's time in the cache ends without a reuse.
   const double age = std::max(0.0, now_ - entry->last_access_s);
-  record(class_of(entry->output_tokens), 0.0, age);
+  record(class_of(*entry), 0.0, age);
   if (!have_victim_) {
     victim_age_ = age;
     have_victim_ = true;

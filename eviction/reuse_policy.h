@@ -12,9 +12,15 @@
 // class reused twice as often as the average stays tau * ln 2 seconds longer.
 //
 //   class    the bit width of the answer length of the latest access (EvictionEntry::
-//            output_tokens, from AccessHint::output_tokens; class 0 = not known). On the Mooncake
-//            sample it tells document questions (short answers, asked again and again) from chat
-//            (long answers, rarely repeated); docs/policies.md has the numbers.
+//            output_tokens, from AccessHint::output_tokens; 0 = not known), and whether the entry
+//            is the head of its prompts (it hangs from the root: prefix_pages == 0) or continues
+//            one. On the Mooncake sample the answer length tells document questions (short
+//            answers, asked again and again) from chat (long answers, rarely repeated); on
+//            multi-turn chat the head holds the popular system prompts. docs/policies.md has the
+//            numbers. Classes learn their rates independently; nothing says which is worth more.
+//            An answer's length is known once the request finishes, which in cache-mode replay
+//            (one request at a time) is before the next one starts; a caller that does not know
+//            it passes 0, and its entries share the "not known" class.
 //   rate_c   reuses per page-second in the cache, counted online: an access to an entry whose
 //            previous access came from class c at an earlier time adds `pages` reuses and
 //            pages * (time since then) of exposure to c; each evicted page adds its age to the
@@ -23,7 +29,8 @@
 //                rate_c = (reuses_c + prior) / (exposure_c + prior / rate_all).
 //   tau      `decay` times the age of recent victims (a moving average over about 1,024 evicted
 //            pages): the cache's own time scale, so neither the clock's unit nor the trace's
-//            rate enters, and the defaults serve every workload.
+//            rate enters, and the defaults serve every workload. decay = 0 makes the policy plain
+//            LRU on the caller's clock.
 //
 // Clock: the caller's (AccessHint::now, kept by the owner as EvictionEntry::last_access_s).
 // Accesses at the same instant as the previous one (a request's match, then its insert) are not
@@ -50,7 +57,10 @@ namespace radixkv {
 
 class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
  public:
-  static constexpr int kClasses = 18;  // answer lengths 0, 1, 2-3, ..., 2^15-2^16-1, >= 2^16
+  // Answer lengths 0, 1, 2-3, ..., 2^15..2^16-1, >= 2^16: 18 of them, each for a head and for a
+  // continuation.
+  static constexpr int kAnswerClasses = 18;
+  static constexpr int kClasses = 2 * kAnswerClasses;
   static constexpr double kDefaultDecay = 1.0;
   static constexpr double kDefaultPrior = 16.0;
   static constexpr double kVictimAgeWindow = 1024.0;  // pages, for the moving average of tau
@@ -64,7 +74,9 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   void on_access(EvictionEntry& entry, const AccessHint& hint) override;
   EvictionEntry* victim() override;
 
-  static uint8_t class_of(uint32_t output_tokens);
+  // The class of an entry from its facts: bit width of output_tokens, plus kAnswerClasses for a
+  // continuation (prefix_pages > 0).
+  static uint8_t class_of(const EvictionEntry& entry);
   // The current estimates: rate_c and rate_all in reuses per page-second (0 before any
   // exposure), tau in seconds (0 before the first victim).
   double rate(uint8_t cls) const;

@@ -23,16 +23,39 @@ ReusePolicy& reuse(FakeOwner& owner) { return dynamic_cast<ReusePolicy&>(*owner.
 
 }  // namespace
 
-TEST_CASE("reuse: the class is the bit width of the answer length, the last one shared") {
-  CHECK(ReusePolicy::class_of(0) == 0);
-  CHECK(ReusePolicy::class_of(1) == 1);
-  CHECK(ReusePolicy::class_of(2) == 2);
-  CHECK(ReusePolicy::class_of(3) == 2);
-  CHECK(ReusePolicy::class_of(10) == 4);
-  CHECK(ReusePolicy::class_of(1000) == 10);
-  CHECK(ReusePolicy::class_of((1u << 16) - 1) == 16);
-  CHECK(ReusePolicy::class_of(1u << 16) == 17);
-  CHECK(ReusePolicy::class_of(~0u) == ReusePolicy::kClasses - 1);
+TEST_CASE("reuse: the class is the answer length's bit width, then head or continuation") {
+  const auto class_of = [](uint32_t output_tokens, uint32_t prefix_pages) {
+    EvictionEntry e;
+    e.output_tokens = output_tokens;
+    e.prefix_pages = prefix_pages;
+    return ReusePolicy::class_of(e);
+  };
+  CHECK(class_of(0, 0) == 0);
+  CHECK(class_of(1, 0) == 1);
+  CHECK(class_of(2, 0) == 2);
+  CHECK(class_of(3, 0) == 2);
+  CHECK(class_of(10, 0) == 4);
+  CHECK(class_of(1000, 0) == 10);
+  CHECK(class_of((1u << 16) - 1, 0) == 16);
+  CHECK(class_of(1u << 16, 0) == 17);
+  CHECK(class_of(~0u, 0) == 17);
+  // Below the root's children: the same lengths, 18 classes on.
+  CHECK(class_of(0, 1) == 18);
+  CHECK(class_of(10, 7) == 22);
+  CHECK(class_of(~0u, 1) == ReusePolicy::kClasses - 1);
+}
+
+TEST_CASE("reuse: a head and a continuation with the same answer length learn apart") {
+  FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
+  o.output_tokens = 10;
+  EvictionEntry& head = o.create(kDefaultPriority, 1, 0);
+  EvictionEntry& tail = o.create(kDefaultPriority, 1, 3);
+  o.now = 2;
+  o.touch(head);  // class 4 reused after 2 s; class 22 has seen nothing
+  CHECK(reuse(o).overall_rate() == doctest::Approx(0.5));
+  CHECK(reuse(o).rate(4) == doctest::Approx((1.0 + 1.0) / (2.0 + 2.0)));
+  CHECK(reuse(o).rate(22) == doctest::Approx(0.5));
+  evict(o, tail);
 }
 
 TEST_CASE("reuse: without a clock it is LRU, whatever the answer lengths") {
