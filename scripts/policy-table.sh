@@ -14,7 +14,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RADIXKV_TABLE_BUILD:-$root/build-policy-table}
 traces=${RADIXKV_TRACES:-$root/data/traces}
 out=${RADIXKV_TABLE_OUT:-$(mktemp -d)}
-policies="lru,lfu,fifo,priority,priority:retention=60,slru,sieve,gdsf,gdsf:depth_pages=inf,belady"
+policies="lru,lfu,fifo,priority,priority:retention=60,slru,sieve,gdsf,gdsf:depth_pages=inf,reuse,belady"
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRADIXKV_CUDA=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target radixkv >/dev/null
