@@ -41,9 +41,9 @@ class EvictionPolicy {
 //                                  clock (AccessHint::now) before it falls back to 35 [inf]
 //   slru:protected=FRACTION        share of linked entries the protected segment may hold [0.8]
 //   gdsf:depth_pages=PAGES         depth at which attention doubles a page's prefill cost [1024]
-//   reuse:decay=FACTOR,prior=PAGES decay time of reuse as a multiple of the recent victims' age
-//                                  [1] (0: LRU); pseudo-reuses that start each class at the
-//                                  average rate [16]
+//   reuse:limit=FRACTION,prior=PAGES  how much longer or shorter than LRU a class may keep its
+//                                  pages, as a fraction of the recent victims' age [0.5] (0:
+//                                  LRU); pseudo-reuses that start each class at the average [16]
 // Throws std::invalid_argument naming the spec and what is wrong: an unknown name (listing the
 // known ones), an unknown parameter, a value that is not a number or is out of range.
 std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec);

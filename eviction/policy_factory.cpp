@@ -117,11 +117,11 @@ std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec) {
     return std::make_unique<GdsfPolicy>(depth_pages);
   }
   if (name == "reuse") {
-    double decay = ReusePolicy::kDefaultDecay;
+    double limit = ReusePolicy::kDefaultLimit;
     double prior = ReusePolicy::kDefaultPrior;
-    apply_parameters(spec, list, "decay, prior", [&](std::string_view key, double value) {
-      if (key == "decay") {
-        decay = value;
+    apply_parameters(spec, list, "limit, prior", [&](std::string_view key, double value) {
+      if (key == "limit") {
+        limit = value;
       } else if (key == "prior") {
         prior = value;
       } else {
@@ -129,7 +129,7 @@ std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec) {
       }
       return true;
     });
-    return std::make_unique<ReusePolicy>(decay, prior);
+    return std::make_unique<ReusePolicy>(limit, prior);
   }
   throw std::invalid_argument(fmt::format("unknown eviction policy '{}' (known: {})", spec,
                                           fmt::join(policy_names(), ", ")));

@@ -9,10 +9,10 @@
 
 namespace radixkv {
 
-ReusePolicy::ReusePolicy(double decay, double prior) : decay_(decay), prior_(prior) {
-  if (!(decay >= 0.0 && std::isfinite(decay))) {
+ReusePolicy::ReusePolicy(double limit, double prior) : limit_(limit), prior_(prior) {
+  if (!(limit >= 0.0 && std::isfinite(limit))) {
     throw std::invalid_argument(
-        fmt::format("reuse policy: decay {} must be finite and at least 0", decay));
+        fmt::format("reuse policy: limit {} must be finite and at least 0", limit));
   }
   if (!(prior > 0.0 && std::isfinite(prior))) {
     throw std::invalid_argument(
@@ -38,7 +38,7 @@ double ReusePolicy::rate(uint8_t cls) const {
 double ReusePolicy::offset(uint8_t cls) const {
   const double overall = overall_rate();
   if (overall <= 0.0 || tau() <= 0.0) return 0.0;
-  return tau() * std::log(rate(cls) / overall);
+  return tau() * std::clamp(std::log(rate(cls) / overall), -limit_, limit_);
 }
 
 void ReusePolicy::set_key(EvictionEntry& entry) const {

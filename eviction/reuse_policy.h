@@ -9,7 +9,14 @@
 // Evicting the lowest such value is evicting the lowest key
 //     score = last_access_s + tau * ln(rate_c / rate_all),
 // which does not change while the entry sits in the set: within a class the order is LRU, and a
-// class reused twice as often as the average stays tau * ln 2 seconds longer.
+// class reused twice as often as the average stays tau * ln 2 seconds longer than LRU keeps it.
+// One decay time for every class is the model's weak point: a class reused at a high rate soon
+// after its last use and rarely afterwards (agent steps, seconds apart) and one reused at a lower
+// but lasting rate (chat turns, minutes apart) get the same shape, and a large shift can then
+// evict the second before its next turn. So the shift is trusted only within +-limit * tau:
+//     score = last_access_s + tau * clamp(ln(rate_c / rate_all), -limit, limit).
+// With limit 0.5 no workload tried lost more than half a point of hit rate to LRU, and Mooncake
+// kept most of its gain (docs/policies.md).
 //
 //   class    the bit width of the answer length of the latest access (EvictionEntry::
 //            output_tokens, from AccessHint::output_tokens; 0 = not known), and whether the entry
@@ -27,10 +34,10 @@
 //            exposure of its class. rate_all is the same over every class. A class starts at
 //            rate_all and moves to its own rate as data comes: `prior` pages of pseudo-reuses,
 //                rate_c = (reuses_c + prior) / (exposure_c + prior / rate_all).
-//   tau      `decay` times the age of recent victims (a moving average over about 1,024 evicted
-//            pages): the cache's own time scale, so neither the clock's unit nor the trace's
-//            rate enters, and the defaults serve every workload. decay = 0 makes the policy plain
-//            LRU on the caller's clock.
+//   tau      the age of recent victims (a moving average over about 1,024 evicted pages): the
+//            cache's own time scale, so neither the clock's unit nor the trace's rate enters, and
+//            the defaults serve every workload. limit = 0 makes the policy plain LRU on the
+//            caller's clock.
 //
 // Clock: the caller's (AccessHint::now, kept by the owner as EvictionEntry::last_access_s).
 // Accesses at the same instant as the previous one (a request's match, then its insert) are not
@@ -61,14 +68,14 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   // continuation.
   static constexpr int kAnswerClasses = 18;
   static constexpr int kClasses = 2 * kAnswerClasses;
-  static constexpr double kDefaultDecay = 1.0;
+  static constexpr double kDefaultLimit = 0.5;
   static constexpr double kDefaultPrior = 16.0;
   static constexpr double kVictimAgeWindow = 1024.0;  // pages, for the moving average of tau
 
-  ReusePolicy() : ReusePolicy(kDefaultDecay, kDefaultPrior) {}
-  // decay >= 0 and finite (0: plain LRU on the caller's clock); prior > 0 and finite. Throws
+  ReusePolicy() : ReusePolicy(kDefaultLimit, kDefaultPrior) {}
+  // limit >= 0 and finite (0: plain LRU on the caller's clock); prior > 0 and finite. Throws
   // std::invalid_argument otherwise.
-  ReusePolicy(double decay, double prior);
+  ReusePolicy(double limit, double prior);
   std::string_view name() const override { return "reuse"; }
   void add(EvictionEntry& entry) override;
   void on_access(EvictionEntry& entry, const AccessHint& hint) override;
@@ -81,14 +88,14 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   // exposure), tau in seconds (0 before the first victim).
   double rate(uint8_t cls) const;
   double overall_rate() const;
-  double tau() const { return decay_ * victim_age_; }
+  double tau() const { return victim_age_; }
 
  private:
   double offset(uint8_t cls) const;
   void set_key(EvictionEntry& entry) const;
   void record(uint8_t cls, double reuses, double exposure);
 
-  double decay_;
+  double limit_;
   double prior_;
   double now_ = 0.0;         // latest AccessHint::now seen
   double victim_age_ = 0.0;  // moving average of the age of evicted pages

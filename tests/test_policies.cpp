@@ -167,7 +167,7 @@ TEST_CASE("make_policy takes parameters after a colon") {
         doctest::Approx(2.0));
   CHECK(dynamic_cast<GdsfPolicy&>(*make_policy("gdsf:depth_pages=inf")).cost_per_page(e) == 1.0);
   CHECK(make_policy("lru:")->name() == "lru");
-  CHECK(make_policy("reuse:decay=0,prior=2")->name() == "reuse");
+  CHECK(make_policy("reuse:limit=0,prior=2")->name() == "reuse");
 }
 
 TEST_CASE("make_policy names the spec and the problem in its errors") {
@@ -175,24 +175,23 @@ TEST_CASE("make_policy names the spec and the problem in its errors") {
     std::string_view spec;
     std::string_view expected;
   };
-  for (const Case c :
-       {Case{"mru", "unknown eviction policy 'mru' (known: lru, lfu"},
-        Case{"", "unknown eviction policy ''"},
-        Case{"lru:size=3", "'lru:size=3': unknown parameter 'size' (known: none)"},
-        Case{"slru:protect=0.5", "unknown parameter 'protect' (known: protected)"},
-        Case{"slru:protected=1.5", "protected fraction 1.5 is outside [0, 1]"},
-        Case{"slru:protected", "parameter 'protected' is not key=value"},
-        Case{"slru:protected=", "value '' of parameter 'protected' is not a number"},
-        Case{"slru:protected=0.5x", "value '0.5x' of parameter"},
-        Case{"slru:protected=nan", "value 'nan' of parameter"},
-        Case{"priority:retention=0", "retention of 0 seconds must be positive"},
-        Case{"priority:retention=-5", "retention of -5 seconds"},
-        Case{"gdsf:depth_pages=0", "depth_pages 0 must be positive"},
-        Case{"reuse:decay=-1", "reuse policy: decay -1 must be finite and at least 0"},
-        Case{"reuse:decay=inf", "decay inf must be finite"},
-        Case{"reuse:prior=0", "reuse policy: prior 0 must be finite and positive"},
-        Case{"reuse:tau=1", "unknown parameter 'tau' (known: decay, prior)"},
-        Case{"sieve:=1", "parameter '=1' is not key=value"}}) {
+  for (const Case c : {Case{"mru", "unknown eviction policy 'mru' (known: lru, lfu"},
+                       Case{"", "unknown eviction policy ''"},
+                       Case{"lru:size=3", "'lru:size=3': unknown parameter 'size' (known: none)"},
+                       Case{"slru:protect=0.5", "unknown parameter 'protect' (known: protected)"},
+                       Case{"slru:protected=1.5", "protected fraction 1.5 is outside [0, 1]"},
+                       Case{"slru:protected", "parameter 'protected' is not key=value"},
+                       Case{"slru:protected=", "value '' of parameter 'protected' is not a number"},
+                       Case{"slru:protected=0.5x", "value '0.5x' of parameter"},
+                       Case{"slru:protected=nan", "value 'nan' of parameter"},
+                       Case{"priority:retention=0", "retention of 0 seconds must be positive"},
+                       Case{"priority:retention=-5", "retention of -5 seconds"},
+                       Case{"gdsf:depth_pages=0", "depth_pages 0 must be positive"},
+                       Case{"reuse:limit=-1", "reuse policy: limit -1 must be finite and at"},
+                       Case{"reuse:limit=inf", "limit inf must be finite"},
+                       Case{"reuse:prior=0", "reuse policy: prior 0 must be finite and positive"},
+                       Case{"reuse:tau=1", "unknown parameter 'tau' (known: limit, prior)"},
+                       Case{"sieve:=1", "parameter '=1' is not key=value"}}) {
     CAPTURE(c.spec);
     const std::string message = thrown_by(c.spec);
     CHECK_MESSAGE(message.find(c.expected) != std::string::npos, message);

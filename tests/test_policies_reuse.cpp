@@ -77,7 +77,7 @@ TEST_CASE("reuse: without a clock it is LRU, whatever the answer lengths") {
   evict(o, b);
 }
 
-TEST_CASE("reuse: decay=0 is LRU on the caller's clock, even once classes differ") {
+TEST_CASE("reuse: limit=0 is LRU on the caller's clock, even once classes differ") {
   FakeOwner o(std::make_unique<ReusePolicy>(0.0, 1.0));
   o.output_tokens = 10;
   EvictionEntry& often = o.create();
@@ -98,7 +98,7 @@ TEST_CASE("reuse: decay=0 is LRU on the caller's clock, even once classes differ
 }
 
 TEST_CASE("reuse: a class reused less than average goes first, one reused more stays longer") {
-  // decay 1, prior 1 page: every number below is worked out from the formulas in the header.
+  // limit 1, prior 1 page: every number below is worked out from the formulas in the header.
   FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
   o.now = 0;
   o.output_tokens = 10;  // class 4: a short answer
@@ -132,6 +132,31 @@ TEST_CASE("reuse: a class reused less than average goes first, one reused more s
   CHECK(long_answer.score == doctest::Approx(12.0 + 10.0 * std::log(2.0 / 3.0)));   // 7.95
   CHECK(short_answer.score == doctest::Approx(12.0 + 10.0 * std::log(4.0 / 3.0)));  // 14.88
   // The long-answer leaf, though newer than a (10), goes before it.
+  evict(o, long_answer);
+  evict(o, a);
+  evict(o, short_answer);
+}
+
+TEST_CASE("reuse: a class moves at most limit * tau away from where LRU puts it") {
+  // The same start as above with limit 0.25: ln(2/3) = -0.41 and ln(4/3) = 0.29 are cut to
+  // -0.25 and 0.25.
+  FakeOwner o(std::make_unique<ReusePolicy>(0.25, 1.0));
+  o.output_tokens = 10;
+  EvictionEntry& a = o.create();
+  o.output_tokens = 1000;
+  EvictionEntry& b = o.create();
+  o.now = 10;
+  o.output_tokens = 10;
+  o.touch(a);
+  evict(o, b);
+  REQUIRE(reuse(o).tau() == 10.0);
+  o.now = 12;
+  o.output_tokens = 1000;
+  EvictionEntry& long_answer = o.create();
+  o.output_tokens = 10;
+  EvictionEntry& short_answer = o.create();
+  CHECK(long_answer.score == doctest::Approx(12.0 - 2.5));
+  CHECK(short_answer.score == doctest::Approx(12.0 + 2.5));
   evict(o, long_answer);
   evict(o, a);
   evict(o, short_answer);
