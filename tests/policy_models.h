@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,8 @@ struct ModelEntry {
   uint32_t pages = 0;
   uint32_t prefix_pages = 0;
   int32_t priority = kDefaultPriority;
+  uint32_t output_tokens = 0;  // of the latest access
+  double last_access_s = 0.0;  // AccessHint::now of the latest access
   // The model's state.
   bool linked = false;
   uint64_t arrival = 0;  // taken at every (re-)link: the last tie-break
@@ -40,6 +43,7 @@ struct ModelEntry {
   double score = 0.0;
   int segment = 0;
   bool visited = false;
+  double stamp = 0.0;
 };
 
 class PolicyModel {
@@ -307,6 +311,79 @@ class SieveModel final : public PolicyModel {
   uint64_t hand_ = 0;
 };
 
+// reuse: lowest (score, rank) first, both as of the last (re-)link: rank = last access, score =
+// last_access_s + tau * clamp(ln(rate_c / rate_all), -limit, limit) with the estimates of that
+// moment. The class c of an entry: the bit width of its answer length (capped at 17), plus 18 below
+// the root's children. An access at a later time than the entry's previous one adds `pages`
+// reuses and pages * (time between) of exposure to the class of that previous access; each victim
+// adds (latest now - its last_access_s) of exposure to its class and moves tau, the victims' age:
+// the first sets it, each later one moves it 1/1024 of the way. rate_c = (reuses_c + 16) /
+// (exposure_c + 16 / rate_all), rate_all = all reuses / all exposure; no shift while rate_all or
+// tau is 0.
+class ReuseModel final : public PolicyModel {
+ public:
+  explicit ReuseModel(double limit) : limit_(limit) {}
+  void add(ModelEntry& e) override {
+    e.score = e.last_access_s + shift(class_of(e));
+    e.rank = e.last_access;
+    link(e);
+  }
+  void on_access(ModelEntry& e, const AccessHint& hint) override {
+    now_ = std::max(now_, hint.now);
+    if (e.visited && e.last_access_s > e.stamp) {
+      const double pages = e.pages;
+      count(e.segment, pages, pages * (e.last_access_s - e.stamp));
+    }
+    e.visited = true;
+    e.segment = class_of(e);
+    e.stamp = e.last_access_s;
+    if (e.linked) add(e);
+  }
+  ModelEntry* victim() override {
+    ModelEntry* v = lowest([](const ModelEntry& e) { return std::tuple(e.score, e.rank); });
+    if (v == nullptr) return nullptr;
+    const double age = std::max(0.0, now_ - v->last_access_s);
+    count(class_of(*v), 0.0, age);
+    tau_ = victims_++ == 0 ? age : tau_ + (age - tau_) / 1024.0;
+    // Counts the victims that a class shift chose over an entry accessed earlier.
+    for (const ModelEntry* e : linked_) {
+      if (e->rank < v->rank) {
+        ++rule_events_;
+        break;
+      }
+    }
+    return v;
+  }
+  std::string_view rule() const override { return "a class shift evicted a newer entry first"; }
+
+ private:
+  static int class_of(const ModelEntry& e) {
+    int bits = 0;
+    for (uint32_t x = e.output_tokens; x != 0; x >>= 1) ++bits;
+    return std::min(bits, 17) + (e.prefix_pages == 0 ? 0 : 18);
+  }
+  void count(int cls, double reuses, double exposure) {
+    reuses_[cls] += reuses;
+    exposure_[cls] += exposure;
+    all_reuses_ += reuses;
+    all_exposure_ += exposure;
+  }
+  double shift(int cls) {
+    const double all = all_exposure_ > 0.0 ? all_reuses_ / all_exposure_ : 0.0;
+    if (all <= 0.0 || tau_ <= 0.0) return 0.0;
+    const double rate = (reuses_[cls] + 16.0) / (exposure_[cls] + 16.0 / all);
+    return tau_ * std::clamp(std::log(rate / all), -limit_, limit_);
+  }
+
+  double limit_;
+  double now_ = 0.0;
+  double tau_ = 0.0;
+  uint64_t victims_ = 0;
+  std::map<int, double> reuses_, exposure_;
+  double all_reuses_ = 0.0;
+  double all_exposure_ = 0.0;
+};
+
 // The model for a policy spec as make_policy() takes it ("NAME" or "NAME:key=value", with the
 // same defaults). Throws std::invalid_argument for a policy that has no model yet: every policy
 // needs one before the drivers can run it.
@@ -339,6 +416,7 @@ inline std::unique_ptr<PolicyModel> make_policy_model(std::string_view spec) {
   if (name == "gdsf") return std::make_unique<GdsfModel>(parameter("depth_pages", 1024.0));
   if (name == "priority") return std::make_unique<PriorityModel>(parameter("retention", forever));
   if (name == "slru") return std::make_unique<SlruModel>(parameter("protected", 0.8));
+  if (name == "reuse") return std::make_unique<ReuseModel>(parameter("limit", 0.5));
   throw std::invalid_argument("policy model: no reference model for policy '" + std::string(spec) +
                               "' (tests/policy_models.h): write one before testing the policy");
 }

@@ -9,13 +9,14 @@
 //     leaf; match() and insert() split the node in which the key ends inside an edge first.
 //   - Every match() and insert() is one tick of the clock, even when it touches nothing; each node
 //     on the path from the root to where the key ends gets last_access = tick, one more hit and
-//     the access's priority, bottom-up, and the policy hears of each access.
+//     the access's priority, answer length and time, bottom-up, and the policy hears of each
+//     access.
 //   - A new leaf has inserted_at = the clock before its insert's tick, is touched, then offered.
 //   - A split leaves the lower part with the node's pages past the split (it keeps its place in
 //     the policy and everything the policy knows of it) and makes a new upper node that inherits
-//     the node's last access, creation time, hits, priority and lock count; its pages are the
-//     ones before the split, its prefix_pages the node's old one. The lower part's prefix_pages
-//     grows by the upper's pages.
+//     the node's last access (tick and time), creation time, hits, priority, answer length and
+//     lock count; its pages are the ones before the split, its prefix_pages the node's old one.
+//     The lower part's prefix_pages grows by the upper's pages.
 //   - A lock pins the nodes from the root to the node where its key ends; pinned or inner nodes
 //     leave the policy, and a node that becomes an unpinned leaf joins it.
 //   - evict(n) asks the policy for a victim before every page, takes the victim's tail page, and
@@ -244,6 +245,8 @@ class TreeModel {
     upper->inserted_at = node.inserted_at;
     upper->hits = node.hits;
     upper->priority = node.priority;
+    upper->output_tokens = node.output_tokens;
+    upper->last_access_s = node.last_access_s;
     upper->locks = node.locks;
     upper->children = 1;
     node.ids.erase(node.ids.begin(), node.ids.begin() + upper_pages);
@@ -263,6 +266,8 @@ class TreeModel {
       (*x)->last_access = clock_;
       ++(*x)->hits;
       (*x)->priority = hint.priority;
+      (*x)->output_tokens = hint.output_tokens;
+      (*x)->last_access_s = hint.now;
       policy_->on_access(**x, hint);
     }
   }
