@@ -230,6 +230,20 @@ def main():
             cells.append(f"{label}: {pct(len(reused) / max(1, len(gaps)))} "
                          f"gap {median(reused):4.0f} s ({len(gaps):,})")
         print(f"  {cls:14s} " + "   ".join(cells))
+    print("  reuses per 1,000 page-seconds by age since the last use (0-32, 32-64, 64-128, 128-256, "
+          "256-512 s): what keeping a page one second longer buys at that age")
+    edges = [0, 32, 64, 128, 256, 512]
+    for cls in ("answer < 32", "answer 32-127", "answer >= 128"):
+        cells = []
+        for use in (1, 2, 3):
+            gaps = table[(cls, use)]
+            rates = []
+            for low, high in zip(edges, edges[1:]):
+                hits = sum(1 for g in gaps if low <= g < high)
+                exposure = sum(min(g, high) - low for g in gaps if g > low)
+                rates.append(f"{1000 * hits / exposure:4.1f}" if exposure > 0 else "   -")
+            cells.append(("use 3+" if use == 3 else f"use {use}") + ": " + " ".join(rates))
+        print(f"  {cls:14s} " + "   ".join(cells))
     print("  by depth (pages 0-31, 32-63, 64-95, 96+): P(used again)")
     for cls in ("answer < 32", "answer 32-127", "answer >= 128"):
         cells = [pct(sum(g != NEVER for g in by_depth[(cls, d)]) / max(1, len(by_depth[(cls, d)])))
