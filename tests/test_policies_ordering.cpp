@@ -14,17 +14,8 @@
 #include "tests/test_policies_owner.h"
 
 using namespace radixkv;
+using radixkv::testing::evict;
 using radixkv::testing::FakeOwner;
-
-namespace {
-
-// Removes the victim, which must be `expected`, as the tree does once it took all its pages.
-void evict(FakeOwner& owner, EvictionEntry& expected) {
-  REQUIRE(owner.policy->victim() == &expected);
-  owner.policy->remove(expected);
-}
-
-}  // namespace
 
 TEST_CASE("lru: least recent access first, and an unpinned leaf keeps its own stamp") {
   FakeOwner o(std::make_unique<LruPolicy>());

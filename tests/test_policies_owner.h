@@ -4,6 +4,8 @@
 // out by hand.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <deque>
 #include <memory>
 
@@ -48,5 +50,11 @@ struct FakeOwner {
   double now = 0.0;            // seconds, passed as AccessHint::now
   uint32_t output_tokens = 0;  // passed as AccessHint::output_tokens
 };
+
+// Removes the victim, which must be `expected`, as the tree does once it took all its pages.
+inline void evict(FakeOwner& owner, EvictionEntry& expected) {
+  REQUIRE(owner.policy->victim() == &expected);
+  owner.policy->remove(expected);
+}
 
 }  // namespace radixkv::testing

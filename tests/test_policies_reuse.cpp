@@ -9,17 +9,34 @@
 #include "tests/test_policies_owner.h"
 
 using namespace radixkv;
+using radixkv::testing::evict;
 using radixkv::testing::FakeOwner;
 
 namespace {
 
-// Removes the victim, which must be `expected`, as the tree does once it took all its pages.
-void evict(FakeOwner& owner, EvictionEntry& expected) {
-  REQUIRE(owner.policy->victim() == &expected);
-  owner.policy->remove(expected);
-}
-
 ReusePolicy& reuse(FakeOwner& owner) { return dynamic_cast<ReusePolicy&>(*owner.policy); }
+
+// The start of the hand-worked cases (prior 1 page): a (class 4, a short answer) and b (class 10,
+// a long one) created at t = 0; a reused at t = 10, adding 1 reuse over 1 page x 10 s to class 4;
+// then b is the victim, its page evicted at age 10, which is tau from now on and adds 10 s of
+// exposure to class 10. Returns a, still linked.
+EvictionEntry& reuse_one_evict_one(FakeOwner& o) {
+  o.now = 0;
+  o.output_tokens = 10;
+  EvictionEntry& a = o.create();
+  o.output_tokens = 1000;
+  EvictionEntry& b = o.create();
+  CHECK(a.score == 0.0);  // nothing is known yet: no shift
+  CHECK(b.score == 0.0);
+  o.now = 10;
+  o.output_tokens = 10;
+  o.touch(a);
+  CHECK(reuse(o).overall_rate() == doctest::Approx(0.1));
+  CHECK(a.score == 10.0);  // no victim yet, so tau = 0 and no shift
+  evict(o, b);
+  REQUIRE(reuse(o).tau() == 10.0);
+  return a;
+}
 
 }  // namespace
 
@@ -98,26 +115,9 @@ TEST_CASE("reuse: limit=0 is LRU on the caller's clock, even once classes differ
 }
 
 TEST_CASE("reuse: a class reused less than average goes first, one reused more stays longer") {
-  // limit 1, prior 1 page: every number below is worked out from the formulas in the header.
+  // limit 1: every number below is worked out from the formulas in the header.
   FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
-  o.now = 0;
-  o.output_tokens = 10;  // class 4: a short answer
-  EvictionEntry& a = o.create();
-  o.output_tokens = 1000;  // class 10: a long one
-  EvictionEntry& b = o.create();
-  CHECK(a.score == 0.0);  // nothing is known yet: no offset
-  CHECK(b.score == 0.0);
-
-  // a is reused 10 s later: class 4 gains 1 reuse over 1 page x 10 s.
-  o.now = 10;
-  o.output_tokens = 10;
-  o.touch(a);
-  CHECK(reuse(o).overall_rate() == doctest::Approx(0.1));
-  CHECK(a.score == 10.0);  // no victim yet, so tau = 0 and no offset
-
-  // b is the victim, its page evicted at age 10: class 10 gains 10 s of exposure, no reuse.
-  evict(o, b);
-  CHECK(reuse(o).tau() == 10.0);                                  // the first victim's age
+  EvictionEntry& a = reuse_one_evict_one(o);
   CHECK(reuse(o).overall_rate() == doctest::Approx(1.0 / 20.0));  // 1 reuse / 20 page-seconds
   CHECK(reuse(o).rate(4) == doctest::Approx((1.0 + 1.0) / (10.0 + 1.0 / 0.05)));   // 2/30
   CHECK(reuse(o).rate(10) == doctest::Approx((0.0 + 1.0) / (10.0 + 1.0 / 0.05)));  // 1/30
@@ -138,18 +138,9 @@ TEST_CASE("reuse: a class reused less than average goes first, one reused more s
 }
 
 TEST_CASE("reuse: a class moves at most limit * tau away from where LRU puts it") {
-  // The same start as above with limit 0.25: ln(2/3) = -0.41 and ln(4/3) = 0.29 are cut to
-  // -0.25 and 0.25.
+  // As above with limit 0.25: ln(2/3) = -0.41 and ln(4/3) = 0.29 are cut to -0.25 and 0.25.
   FakeOwner o(std::make_unique<ReusePolicy>(0.25, 1.0));
-  o.output_tokens = 10;
-  EvictionEntry& a = o.create();
-  o.output_tokens = 1000;
-  EvictionEntry& b = o.create();
-  o.now = 10;
-  o.output_tokens = 10;
-  o.touch(a);
-  evict(o, b);
-  REQUIRE(reuse(o).tau() == 10.0);
+  EvictionEntry& a = reuse_one_evict_one(o);
   o.now = 12;
   o.output_tokens = 1000;
   EvictionEntry& long_answer = o.create();
