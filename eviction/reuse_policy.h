@@ -42,7 +42,8 @@
 // Clock: the caller's (AccessHint::now, kept by the owner as EvictionEntry::last_access_s).
 // Accesses at the same instant as the previous one (a request's match, then its insert) are not
 // counted as reuses. A caller without a clock (now always 0) sees every key equal: LRU by tree
-// tick. So does a workload whose classes are reused alike (every offset near 0).
+// tick. A workload whose classes are reused alike gets about LRU on its clock: every shift is
+// near 0.
 //
 // Adaptation to leaf-only, page-granular eviction: a key is computed from the owner's facts when
 // the entry is linked or touched, with the estimates of that moment, and is not revised when the
