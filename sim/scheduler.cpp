@@ -44,6 +44,18 @@ std::string_view to_string(SchedulePolicy policy) {
   return "unknown";
 }
 
+std::string_view to_string(SchedPhase phase) {
+  switch (phase) {
+    case SchedPhase::kWaiting:
+      return "waiting";
+    case SchedPhase::kPrefill:
+      return "prefill";
+    case SchedPhase::kDecode:
+      return "decode";
+  }
+  return "unknown";
+}
+
 void SchedulerConfig::validate() const {
   const auto require = [](bool ok, const char* field, uint64_t value) {
     if (!ok) {
@@ -142,6 +154,26 @@ void Scheduler::enqueue(uint32_t index) {
   stats_.peak_waiting = std::max<uint64_t>(stats_.peak_waiting, waiting_.size());
 }
 
+std::vector<SchedRequestState> Scheduler::requests() const {
+  std::vector<SchedRequestState> out;
+  out.reserve(running_.size() + waiting_.size());
+  const auto state_of = [&](uint32_t index) {
+    const Entry& e = entries_[index];
+    const bool waiting = e.phase == Phase::kWaiting;
+    return SchedRequestState{e.request.id,
+                             e.phase,
+                             static_cast<uint32_t>(e.tokens.size()),
+                             e.computed,
+                             waiting ? 0 : runtime_.view(e.seq).reused_tokens,
+                             e.sampled,
+                             e.preemptions,
+                             waiting && urgent(e)};
+  };
+  for (uint32_t index : running_) out.push_back(state_of(index));
+  for (const auto& [order, index] : waiting_) out.push_back(state_of(index));
+  return out;
+}
+
 bool Scheduler::urgent(const Entry& e) const {
   return e.preemptions >= config_.max_preemptions ||
          stats_.steps - e.queued_step > config_.starve_steps;
@@ -150,7 +182,8 @@ bool Scheduler::urgent(const Entry& e) const {
 const StepReport& Scheduler::step() {
   report_.prefill_tokens = 0;
   report_.decode_tokens = 0;
-  report_.admitted = report_.held = 0;
+  report_.admitted.clear();
+  report_.held.clear();
   report_.first_token.clear();
   report_.finished.clear();
   report_.rejected.clear();
@@ -390,7 +423,7 @@ bool Scheduler::try_admit(Candidate& c, uint64_t& budget) {
   if (config_.share_prefixes && config_.use_cache) {
     key = share_key_of(e, c.cached);
     if (key != 0 && !c.urgent && shared_leaders_.contains(key)) {
-      ++report_.held;
+      report_.held.push_back(e.request.id);
       ++stats_.held;
       return true;
     }
@@ -420,7 +453,7 @@ bool Scheduler::try_admit(Candidate& c, uint64_t& budget) {
   e.computed = r.reused_tokens;
   e.admitted_at = next_admission_++;
   running_.push_back(index);
-  ++report_.admitted;
+  report_.admitted.push_back(e.request.id);
   if (e.first_admission) {
     e.first_admission = false;
     ++stats_.admitted;

@@ -99,18 +99,36 @@ struct SchedRequest {
   std::vector<TokenId> answer;  // the tokens decode samples, in order; may be empty
 };
 
-// What one step did. The id vectors are cleared at the start of every step.
+// What one step did. The id vectors are cleared at the start of every step; each lists ids in
+// the order the step met them.
 struct StepReport {
-  uint64_t prefill_tokens = 0;  // prompt tokens computed in this step
-  uint32_t decode_tokens = 0;   // sequences that decoded one token
-  uint32_t running = 0;         // running requests at the end of the step
-  uint32_t admitted = 0;
-  uint32_t held = 0;                  // waiting requests held behind a sharing leader
+  uint64_t prefill_tokens = 0;        // prompt tokens computed in this step
+  uint32_t decode_tokens = 0;         // sequences that decoded one token
+  uint32_t running = 0;               // running requests at the end of the step
+  std::vector<uint64_t> admitted;     // ids admitted (first admissions and readmissions)
+  std::vector<uint64_t> held;         // ids held behind a sharing leader
   std::vector<uint64_t> first_token;  // ids whose first answer token was sampled
   std::vector<uint64_t> finished;     // ids that completed (answer fully sampled)
   std::vector<uint64_t> rejected;     // ids refused by the runtime as too large
   std::vector<uint64_t> preempted;    // ids preempted and requeued, in order
   bool worked() const { return prefill_tokens > 0 || decode_tokens > 0; }
+};
+
+enum class SchedPhase : uint8_t { kWaiting, kPrefill, kDecode };
+std::string_view to_string(SchedPhase phase);
+
+// One request as the scheduler holds it (Scheduler::requests()): for tests and for a look inside.
+struct SchedRequestState {
+  uint64_t id = 0;
+  SchedPhase phase = SchedPhase::kWaiting;
+  uint32_t tokens = 0;    // the prompt to admit: the prompt, then answer tokens sampled before
+                          // its last preemption
+  uint32_t computed = 0;  // of those, tokens with KV (reused ones included); 0 while waiting
+  uint32_t reused = 0;    // tokens its latest admission took from the cache; 0 while waiting
+  uint32_t sampled = 0;   // answer tokens sampled so far
+  uint32_t preemptions = 0;
+  bool urgent = false;  // waiting and urgent (No starvation, above) as of the last step
+  friend bool operator==(const SchedRequestState&, const SchedRequestState&) = default;
 };
 
 struct SchedulerStats {
@@ -153,6 +171,9 @@ class Scheduler {
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t running() const { return running_.size(); }
   const SchedulerStats& stats() const { return stats_; }
+  // Every request it holds: the running ones in admission order, then the waiting ones in
+  // submission order. A copy; O(requests).
+  std::vector<SchedRequestState> requests() const;
   const SchedulerConfig& config() const { return config_; }
   PrefixCacheRuntime& runtime() { return runtime_; }
   void set_finish_hook(FinishHook hook) { finish_hook_ = std::move(hook); }
@@ -165,7 +186,7 @@ class Scheduler {
   static uint64_t pages_needed(std::size_t prompt, std::size_t answer, uint32_t page_tokens);
 
  private:
-  enum class Phase : uint8_t { kWaiting, kPrefill, kDecode };
+  using Phase = SchedPhase;
   struct Entry {
     SchedRequest request;
     std::vector<TokenId> tokens;  // prompt to admit: the prompt, then answer[0, resumed)

@@ -104,7 +104,7 @@ EngineRun run_once(const Trace& trace, const EngineReplayConfig& config, bool us
     if (!step.finished.empty()) last_finish = now;
     run.finished += step.finished.size();
     run.rejected += step.rejected.size();
-    if (!step.worked() && step.admitted == 0 && step.preempted.empty() && step.finished.empty() &&
+    if (!step.worked() && step.admitted.empty() && step.preempted.empty() && step.finished.empty() &&
         step.rejected.empty()) {
       throw std::logic_error(fmt::format(
           "engine replay: the scheduler made no progress with {} running and {} waiting",
