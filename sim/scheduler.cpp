@@ -390,11 +390,12 @@ void Scheduler::admit(uint64_t& budget) {
       const Entry& e = entries_[index];
       candidates_.push_back({index, cached_prefix(e), urgent(e)});
     }
-    // Urgent first, then the longest cached prefix; stable, so ties keep submission order.
+    // Urgent first in submission order, then the longest cached prefix; stable, so every tie
+    // keeps submission order.
     std::stable_sort(candidates_.begin(), candidates_.end(),
                      [](const Candidate& a, const Candidate& b) {
                        if (a.urgent != b.urgent) return a.urgent;
-                       return a.cached > b.cached;
+                       return !a.urgent && a.cached > b.cached;
                      });
     for (Candidate& c : candidates_) {
       if (full() || !try_admit(c, budget)) return;
