@@ -397,8 +397,8 @@ void Scheduler::admit(uint64_t& budget) {
                        if (a.urgent != b.urgent) return a.urgent;
                        return !a.urgent && a.cached > b.cached;
                      });
-    for (Candidate& c : candidates_) {
-      if (full() || !try_admit(c, budget)) return;
+    for (const Candidate& c : candidates_) {
+      if (full() || !try_admit(c.entry, c.urgent, budget)) return;
     }
     return;
   }
@@ -409,21 +409,22 @@ void Scheduler::admit(uint64_t& budget) {
   for (auto it = waiting_.begin(); it != waiting_.end() && examined < config_.scan_limit;
        ++examined) {
     if (full()) return;
-    Candidate c{it->second, kUnknown, urgent(entries_[it->second])};
+    const uint32_t index = it->second;
     ++it;  // try_admit may erase the request from waiting_
-    if (!try_admit(c, budget)) return;
+    if (!try_admit(index, urgent(entries_[index]), budget)) return;
   }
 }
 
-bool Scheduler::try_admit(Candidate& c, uint64_t& budget) {
+bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
   const PagePool& pool = runtime_.pool();
-  const uint32_t index = c.entry;
   Entry& e = entries_[index];
-  if (c.cached == kUnknown) c.cached = cached_prefix(e);
+  // Walked again even when lpm has scored it: an admission earlier in this step may have evicted
+  // part of it, and the check below must not count evicted pages as cached.
+  const uint32_t cached = cached_prefix(e);
   uint64_t key = 0;
   if (config_.share_prefixes && config_.use_cache) {
-    key = share_key_of(e, c.cached);
-    if (key != 0 && !c.urgent && shared_leaders_.contains(key)) {
+    key = share_key_of(e, cached);
+    if (key != 0 && !urgent && shared_leaders_.contains(key)) {
       report_.held.push_back(e.request.id);
       ++stats_.held;
       return true;
@@ -435,7 +436,7 @@ bool Scheduler::try_admit(Candidate& c, uint64_t& budget) {
   // admit still fail; it never refuses what the admit would grant without the reserve.)
   const uint64_t available = pool.free_pages() + runtime_.tree().evictable_pages();
   const uint64_t wanted =
-      ceil_div(e.tokens.size(), page_tokens_) - c.cached / page_tokens_ + running_.size();
+      ceil_div(e.tokens.size(), page_tokens_) - cached / page_tokens_ + running_.size();
   if (available < wanted && !running_.empty()) return false;
 
   const AdmitResult r = timed(config_.time_calls, admit_ns_, [&] {

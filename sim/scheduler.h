@@ -13,9 +13,10 @@
 //      step's budget of `chunk_tokens` prefill tokens (decode tokens do not count against it).
 //   3. Admission: waiting requests in policy order, while budget remains and fewer than
 //      `max_running` run; each admitted request gets its first chunk this step. A request is
-//      tried only when free + evictable pages cover its uncached pages plus one page of decode
-//      room per running request; that failing, or kNoSpace from the runtime, stops admission for
-//      this step (nothing bypasses a request that waits for memory). kTooLarge rejects it.
+//      tried only when free + evictable pages cover its uncached pages (as cached when it is
+//      tried) plus one page of decode room per running request; that failing, or kNoSpace from
+//      the runtime, stops admission for this step (nothing bypasses a request that waits for
+//      memory). kTooLarge rejects it.
 //   4. End of step: the batch has run. Chunks are committed to the cache only now (so requests
 //      admitted in the same step do not see each other's pages, as in a real batch), decoded
 //      tokens are marked computed and the next answer token is sampled.
@@ -203,10 +204,9 @@ class Scheduler {
     Phase phase = Phase::kWaiting;
     SeqHandle seq;
   };
-  static constexpr uint32_t kUnknown = ~uint32_t{0};
-  struct Candidate {
+  struct Candidate {  // lpm's order
     uint32_t entry;
-    uint32_t cached;  // cached prefix in tokens (RadixTree::peek), kUnknown until needed
+    uint32_t cached;  // cached prefix in tokens (RadixTree::peek) when the order was made
     bool urgent;
   };
 
@@ -215,8 +215,8 @@ class Scheduler {
   void feed(uint32_t index);
   void prefill(uint64_t& budget);
   void admit(uint64_t& budget);
-  // Admits or holds one candidate; false when admission must stop for this step.
-  bool try_admit(Candidate& c, uint64_t& budget);
+  // Admits or holds one waiting request; false when admission must stop for this step.
+  bool try_admit(uint32_t index, bool urgent, uint64_t& budget);
   // Gives the entry a chunk of prefill within the budget; end_step() commits it.
   void run_chunk(uint32_t index, uint64_t& budget);
   void end_step();
