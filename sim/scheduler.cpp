@@ -354,9 +354,10 @@ void Scheduler::remove_running(uint32_t index) {
 }
 
 void Scheduler::release_share(Entry& e) {
-  if (!e.leads_share) return;
-  shared_leaders_.erase(e.share_key);
-  e.leads_share = false;
+  if (!e.in_sharing) return;
+  const auto it = sharing_.find(e.share_key);
+  if (--it->second == 0) sharing_.erase(it);
+  e.in_sharing = false;
 }
 
 uint32_t Scheduler::cached_prefix(const Entry& e) const {
@@ -424,7 +425,7 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
   uint64_t key = 0;
   if (config_.share_prefixes && config_.use_cache) {
     key = share_key_of(e, cached);
-    if (key != 0 && !urgent && shared_leaders_.contains(key)) {
+    if (key != 0 && !urgent && sharing_.contains(key)) {
       report_.held.push_back(e.request.id);
       ++stats_.held;
       return true;
@@ -464,9 +465,9 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
   } else {
     ++stats_.readmitted;
   }
-  // An urgent request admitted past a leader does not take over its key.
-  if (key != 0 && shared_leaders_.emplace(key, index).second) {
-    e.leads_share = true;
+  if (key != 0) {
+    ++sharing_[key];
+    e.in_sharing = true;
     e.share_key = key;
   }
   run_chunk(index, budget);

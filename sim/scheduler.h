@@ -31,8 +31,10 @@
 //          requests the step falls back to fcfs (SGLang does the same past 128).
 //   share_prefixes (with either order): when a waiting request's first uncached page (its
 //          namespace, offset and tokens, hashed) equals that of a request admitted and still in
-//          prefill, it is held until that leader has committed its whole prompt, so that it
-//          hits the leader's pages instead of computing them a second time. O(1) per candidate.
+//          prefill (its first uncached page when it was admitted), it is held until no such
+//          request is in prefill (each has committed its whole prompt, or was preempted), so
+//          that it hits their pages instead of computing them a second time. O(1) per
+//          candidate.
 //   At most `scan_limit` waiting requests are examined per step.
 //
 // Preemption: when decode finds no page, the victim is the running request with the lowest
@@ -107,7 +109,7 @@ struct StepReport {
   uint32_t decode_tokens = 0;         // sequences that decoded one token
   uint32_t running = 0;               // running requests at the end of the step
   std::vector<uint64_t> admitted;     // ids admitted (first admissions and readmissions)
-  std::vector<uint64_t> held;         // ids held behind a sharing leader
+  std::vector<uint64_t> held;         // ids held behind a request computing their page
   std::vector<uint64_t> first_token;  // ids whose first answer token was sampled
   std::vector<uint64_t> finished;     // ids that completed (answer fully sampled)
   std::vector<uint64_t> rejected;     // ids refused by the runtime as too large
@@ -140,7 +142,7 @@ struct SchedulerStats {
   uint64_t finished = 0;
   uint64_t rejected = 0;  // by submit() or the runtime
   uint64_t preemptions = 0;
-  uint64_t held = 0;            // candidate-steps held behind a sharing leader
+  uint64_t held = 0;            // candidate-steps held by sharing
   uint64_t lpm_steps = 0;       // admission rounds ordered by lpm (the rest fell back to fcfs)
   uint64_t prompt_tokens = 0;   // at first admission
   uint64_t hit_tokens = 0;      // reused at first admission
@@ -198,7 +200,7 @@ class Scheduler {
     uint32_t sampled = 0;   // answer tokens sampled so far
     uint32_t computed = 0;  // prompt tokens with KV (prefill progress)
     bool first_admission = true;
-    bool leads_share = false;  // its share key is in shared_leaders_
+    bool in_sharing = false;  // in prefill, counted under its share key in sharing_
     bool fed_this_step = false;
     uint64_t share_key = 0;
     Phase phase = Phase::kWaiting;
@@ -237,9 +239,9 @@ class Scheduler {
   uint32_t page_tokens_;
   std::vector<Entry> entries_;
   std::vector<uint32_t> free_entries_;
-  std::map<uint64_t, uint32_t> waiting_;                   // submission number -> entry, fcfs order
-  std::vector<uint32_t> running_;                          // admission order
-  std::unordered_map<uint64_t, uint32_t> shared_leaders_;  // share key -> leading entry
+  std::map<uint64_t, uint32_t> waiting_;            // submission number -> entry, fcfs order
+  std::vector<uint32_t> running_;                   // admission order
+  std::unordered_map<uint64_t, uint32_t> sharing_;  // share key -> requests in prefill with it
   std::vector<Candidate> candidates_;
   std::vector<uint32_t> done_;     // scratch: a copy of running_ to iterate while it changes
   std::vector<uint32_t> chunked_;  // entries given a prefill chunk in this step

@@ -294,3 +294,37 @@ TEST_CASE("request priorities reach the eviction policy") {
     f.check_no_leak();
   }
 }
+
+TEST_CASE("sharing holds a request behind any request in prefill with its page, urgent or not") {
+  // P = 4, chunks of 10 tokens, starve_steps 1. K = a page of 4 tokens; A = K + 1 token,
+  // B = K + 2, C = K + 2 other tokens; X = 23 unrelated tokens; no answers.
+  // Steps 1-3: X's prefill (10, 10, 3 tokens). Step 3: A and B have waited three steps and are
+  // urgent: A is admitted (5 tokens, the whole prompt), leading K; B is admitted past it, not
+  // held (2 of 6 tokens). A and X finish; then everything cached is evicted, K too, so only B,
+  // still in prefill, computes K. Step 4: B's last 4 tokens; C's first uncached page is K, so C
+  // is held behind B, though B is not the request that led K. B finishes and caches K. Step 5:
+  // C is admitted and hits K.
+  SchedulerConfig config = config_for("share", 8);
+  config.chunk_tokens = 10;
+  config.starve_steps = 1;
+  SchedulerFixture f(4, 64, config);
+  const auto k = run_of(4, 0);
+  f.submit(make_request(1, run_of(23, 1000), 0));           // X
+  f.submit(make_request(2, concat(k, run_of(1, 100)), 0));  // A
+  f.submit(make_request(3, concat(k, run_of(2, 200)), 0));  // B
+  for (int i = 0; i < 2; ++i) CHECK(f.scheduler.step().admitted.size() == (i == 0 ? 1 : 0));
+  const StepReport& third = f.scheduler.step();
+  CHECK(third.admitted == std::vector<uint64_t>{2, 3});
+  CHECK(third.finished == std::vector<uint64_t>{1, 2});
+  f.runtime.evict(1000);
+  REQUIRE(f.runtime.tree().cached_pages() == 0);
+  f.submit(make_request(4, concat(k, run_of(2, 300)), 0));  // C
+  const StepReport& fourth = f.scheduler.step();
+  CHECK(fourth.held == std::vector<uint64_t>{4});
+  CHECK(fourth.admitted.empty());
+  CHECK(fourth.finished == std::vector<uint64_t>{3});
+  CHECK(f.scheduler.step().admitted == std::vector<uint64_t>{4});
+  f.run();
+  CHECK(f.scheduler.stats().hit_tokens == 4);
+  f.check_no_leak();
+}
