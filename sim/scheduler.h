@@ -11,6 +11,8 @@
 //      request itself.
 //   2. Prefill: running requests still in prefill get chunks, oldest admission first, within the
 //      step's budget of `chunk_tokens` prefill tokens (decode tokens do not count against it).
+//      The budget goes to one prompt at a time (here and in admission), so at the end of a step
+//      at most one request is part way through its prefill.
 //   3. Admission: waiting requests in policy order, while budget remains and fewer than
 //      `max_running` run; each admitted request gets its first chunk this step. A request is
 //      tried only when free + evictable pages cover its uncached pages (as cached when it is
@@ -18,8 +20,9 @@
 //      the runtime, stops admission for this step (nothing bypasses a request that waits for
 //      memory). kTooLarge rejects it.
 //   4. End of step: the batch has run. Chunks are committed to the cache only now (so requests
-//      admitted in the same step do not see each other's pages, as in a real batch), decoded
-//      tokens are marked computed and the next answer token is sampled.
+//      admitted in the same step do not see each other's pages, as in a real batch), in the
+//      order they ran; then decoded tokens are marked computed and the next answer token is
+//      sampled, in admission order. Requests complete (first_token, finished) in that order.
 //   A request whose prefill completes samples its first answer token in that step (first_token
 //   in StepReport). After sampling answer.size() tokens it finishes: the runtime caches its
 //   prompt and every fed answer token (the last sampled one is never fed, so never cached).
@@ -44,13 +47,14 @@
 // aborted (every page reference released), and it is requeued at its original submission place
 // with the answer tokens it sampled appended to its prompt, so it resumes where it was.
 //
-// No starvation: a waiting request is urgent once it has waited more than `starve_steps` steps
-// since it was queued, or has been preempted `max_preemptions` times. Under lpm urgent requests
-// are examined before all others, in submission order; under fcfs submission order already puts
-// them before every later request. Urgent requests are never held; since admission stops at
-// the first request that does not fit, no later request takes the memory an urgent one waits
-// for. Running requests finish in finitely many steps, protected ones are preempted only after
-// every unprotected one and then newest first, so the oldest protected request always completes.
+// No starvation: a waiting request is urgent once more than `starve_steps` steps have started
+// since it was queued (submitted, or requeued by a preemption), or once it has been preempted
+// `max_preemptions` times. Under lpm urgent requests are examined before all others, in
+// submission order; under fcfs submission order already puts them before every later request.
+// Urgent requests are never held; since admission stops at the first request that does not fit,
+// no later request takes the memory an urgent one waits for. Running requests finish in finitely
+// many steps, protected ones are preempted only after every unprotected one and then newest first,
+// so the oldest protected request always completes.
 //
 // Caching off (use_cache = false): nothing is committed and requests end with abort, so the tree
 // stays empty and every prompt is computed in full: the baseline for the cache's benefit.

@@ -328,3 +328,26 @@ TEST_CASE("sharing holds a request behind any request in prefill with its page, 
   CHECK(f.scheduler.stats().hit_tokens == 4);
   f.check_no_leak();
 }
+
+TEST_CASE("admission leaves a page of decode room for every running request") {
+  // P = 4, 8 pages. A: 8 prompt tokens (2 pages), 9 answer tokens. B: 24 prompt tokens (6
+  // pages). Step 1 admits A; B would fit the 6 free pages, but not with a page of decode room
+  // for A (6 + 1 > 6), so it waits. Admitted anyway, it would take the page A's first decode
+  // token needs, and the next step would preempt it. A holds at most 16 tokens (4 pages): B
+  // waits until A has finished, after its 9th answer token in step 9, and is admitted in step 10.
+  SchedulerFixture f(4, 8, config_for("fcfs", 8));
+  f.submit(make_request(1, run_of(8, 0), 9));
+  f.submit(make_request(2, run_of(24, 100), 1));
+  CHECK(f.scheduler.step().admitted == std::vector<uint64_t>{1});
+  for (int step = 2; step <= 9; ++step) {
+    CAPTURE(step);
+    const StepReport& report = f.scheduler.step();
+    CHECK(report.admitted.empty());
+    CHECK(report.preempted.empty());
+    CHECK(report.finished == (step == 9 ? std::vector<uint64_t>{1} : std::vector<uint64_t>{}));
+  }
+  CHECK(f.scheduler.step().admitted == std::vector<uint64_t>{2});
+  f.run();
+  CHECK(f.scheduler.stats().preemptions == 0);
+  f.check_no_leak();
+}

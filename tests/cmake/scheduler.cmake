@@ -1,5 +1,7 @@
 # The reference batch scheduler (issue 5): ordering, sharing, preemption, starvation, no leaks.
-radixkv_add_test(test_scheduler SOURCES test_scheduler.cpp LIBS radixkv_sim)
+radixkv_add_test(test_scheduler
+  SOURCES test_scheduler.cpp test_scheduler_model.cpp scheduler_model.cpp
+  LIBS radixkv_sim)
 
 # Engine-mode replay (issues 4, 5): hand-worked turns, generated traces, tight pools, the CLI.
 radixkv_add_test(test_engine SOURCES test_engine.cpp LIBS radixkv_cli)
