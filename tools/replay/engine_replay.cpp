@@ -4,25 +4,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <memory>
 #include <vector>
 
 #include "kv_store/page_pool.h"
 #include "runtime/prefix_cache_runtime.h"
+#include "tools/replay/percentile.h"
 
 namespace radixkv::tools {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Nearest rank, as LatencyRecorder: the smallest sample with at least p of all at or below it.
-double nearest_rank(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0.0;
-  const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1];
-}
 
 void check_fits(const Trace& trace, const EngineReplayConfig& config) {
   const uint32_t page_tokens = config.layout.page_tokens;
@@ -104,8 +97,8 @@ EngineRun run_once(const Trace& trace, const EngineReplayConfig& config, bool us
     if (!step.finished.empty()) last_finish = now;
     run.finished += step.finished.size();
     run.rejected += step.rejected.size();
-    if (!step.worked() && step.admitted.empty() && step.preempted.empty() && step.finished.empty() &&
-        step.rejected.empty()) {
+    if (!step.worked() && step.admitted.empty() && step.preempted.empty() &&
+        step.finished.empty() && step.rejected.empty()) {
       throw std::logic_error(fmt::format(
           "engine replay: the scheduler made no progress with {} running and {} waiting",
           scheduler->running(), scheduler->waiting()));
@@ -130,9 +123,9 @@ EngineRun run_once(const Trace& trace, const EngineReplayConfig& config, bool us
   run.peak_waiting = stats.peak_waiting;
   run.simulated_seconds = last_finish - first_arrival;
   std::sort(ttft.begin(), ttft.end());
-  run.ttft_p50_s = nearest_rank(ttft, 0.50);
-  run.ttft_p90_s = nearest_rank(ttft, 0.90);
-  run.ttft_p99_s = nearest_rank(ttft, 0.99);
+  run.ttft_p50_s = percentile(ttft, 50);
+  run.ttft_p90_s = percentile(ttft, 90);
+  run.ttft_p99_s = percentile(ttft, 99);
   run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();
   double sum = 0;
   for (double t : ttft) sum += t;

@@ -1,7 +1,8 @@
 #include "tools/replay/latency.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "tools/replay/percentile.h"
 
 namespace radixkv::tools {
 
@@ -11,14 +12,12 @@ LatencySummary LatencyRecorder::summary() const {
   if (samples_ns_.empty()) return s;
   std::vector<uint64_t> sorted = samples_ns_;
   std::sort(sorted.begin(), sorted.end());
-  // Nearest rank: the smallest sample with at least p of all samples at or below it.
-  auto rank = [&](double p) {
-    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(sorted.size())));
-    return static_cast<double>(sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1]) / 1e3;
+  const auto us = [&](uint32_t percent) {
+    return static_cast<double>(percentile(sorted, percent)) / 1e3;
   };
-  s.p50_us = rank(0.50);
-  s.p90_us = rank(0.90);
-  s.p99_us = rank(0.99);
+  s.p50_us = us(50);
+  s.p90_us = us(90);
+  s.p99_us = us(99);
   s.max_us = static_cast<double>(sorted.back()) / 1e3;
   s.mean_us = total_seconds() * 1e6 / static_cast<double>(sorted.size());
   return s;

@@ -1,4 +1,5 @@
-// Latency samples of one kind of cache call, summarised as percentiles (nearest rank).
+// Latency samples of one kind of cache call, summarised as percentiles (nearest rank,
+// tools/replay/percentile.h).
 #pragma once
 
 #include <chrono>
