@@ -8,7 +8,8 @@ namespace radixkv {
 
 struct SharedRuntime::Shard {
   Shard(const KvLayout& layout, uint32_t pages, const RuntimeConfig& config)
-      : pool(layout, pages), runtime(pool, config) {}
+      : size{pages, config.cache_bytes}, pool(layout, pages), runtime(pool, config) {}
+  const ShardSize size;
   mutable std::mutex mutex;
   PagePool pool;
   PrefixCacheRuntime runtime;
@@ -44,6 +45,14 @@ SharedRuntime::~SharedRuntime() = default;
 uint32_t SharedRuntime::shard_of(Namespace ns) const {
   // A multiplicative hash: tenants numbered 0, 1, 2, ... still spread evenly.
   return static_cast<uint32_t>(((ns + 1) * 0x9E3779B97F4A7C15ull >> 32) % shards_.size());
+}
+
+SharedRuntime::ShardSize SharedRuntime::shard_size(uint32_t shard) const {
+  if (shard >= shards_.size()) {
+    throw std::out_of_range(
+        fmt::format("SharedRuntime::shard_size: shard {} of {}", shard, shards_.size()));
+  }
+  return shards_[shard]->size;  // const after construction: no lock needed
 }
 
 SharedRuntime::Shard& SharedRuntime::shard(SharedHandle handle, const char* operation) const {

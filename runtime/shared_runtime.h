@@ -6,7 +6,8 @@
 //     assumes one owner at a time (a scheduler thread, or a caller holding a lock).
 //   - SharedRuntime IS: every call may come from any thread. It splits namespaces over `shards`
 //     independent PrefixCacheRuntimes, each with its own mutex and its own pool of
-//     capacity_pages / shards pages (and the same share of config.cache_bytes). Namespaces never
+//     capacity_pages / shards pages, one more for the first capacity_pages % shards shards (and
+//     a share of config.cache_bytes in proportion; shard_size() says both). Namespaces never
 //     share nodes, so splitting them loses no hit; what is lost is that free pages cannot move
 //     from one shard to another.
 //     shards == 1 is the plain locked design: one mutex in front of one runtime.
@@ -49,6 +50,15 @@ class SharedRuntime {
 
   uint32_t shards() const { return static_cast<uint32_t>(shards_.size()); }
   uint32_t shard_of(Namespace ns) const;
+  // What one shard was given at construction: pages of the pool (the first capacity % shards
+  // shards hold one more, so the shards add up to the capacity) and its share of cache_bytes
+  // (in proportion to its pages, rounded down; 0 when the budget is the whole pool). Throws
+  // std::out_of_range for a shard that does not exist.
+  struct ShardSize {
+    uint32_t pages = 0;
+    uint64_t cache_bytes = 0;
+  };
+  ShardSize shard_size(uint32_t shard) const;
 
   SharedAdmit admit(const Request& request);
   ExtendResult append_token(SharedHandle handle, TokenId token);

@@ -115,3 +115,39 @@ TEST_CASE("SharedRuntime: the cache budget is split in proportion to each shard'
   CHECK_THROWS_WITH_AS(SharedRuntime(layout, 16, 4, RuntimeConfig{3, 1.0, 1.0, "lru"}),
                        doctest::Contains("leaves shard 0 nothing"), std::invalid_argument);
 }
+
+TEST_CASE("SharedRuntime: shards split the pool and the budget exactly, remainders included") {
+  // Pages: capacity / shards each, and the first capacity % shards shards one more. Budget:
+  // cache_bytes * pages / capacity, rounded down (1000 bytes over 10 pages: 100 a page).
+  struct Case {
+    uint32_t capacity, shards;
+    uint64_t cache_bytes;
+    std::vector<uint32_t> pages;
+    std::vector<uint64_t> bytes;
+  };
+  const std::vector<Case> cases = {
+      {10, 3, 1000, {4, 3, 3}, {400, 300, 300}},
+      {10, 3, 1005, {4, 3, 3}, {402, 301, 301}},  // 1005 * 4 / 10 = 402, * 3 / 10 = 301.5
+      {11, 3, 1001, {4, 4, 3}, {364, 364, 273}},  // 1001 * 4 / 11 = 364, * 3 / 11 = 273
+      {13, 4, 0, {4, 3, 3, 3}, {0, 0, 0, 0}},     // 0: each shard's whole pool
+      {7, 7, 7000, {1, 1, 1, 1, 1, 1, 1}, {1000, 1000, 1000, 1000, 1000, 1000, 1000}},
+      {9, 1, 900, {9}, {900}},
+  };
+  const KvLayout layout{1, 1, 4, 2, 4};  // 64-byte pages
+  for (const Case& c : cases) {
+    CAPTURE(c.capacity);
+    CAPTURE(c.shards);
+    SharedRuntime cache(layout, c.capacity, c.shards,
+                        RuntimeConfig{c.cache_bytes, 1.0, 1.0, "lru"});
+    std::vector<uint32_t> pages;
+    std::vector<uint64_t> bytes;
+    for (uint32_t i = 0; i < c.shards; ++i) {
+      pages.push_back(cache.shard_size(i).pages);
+      bytes.push_back(cache.shard_size(i).cache_bytes);
+    }
+    CHECK(pages == c.pages);
+    CHECK(bytes == c.bytes);
+  }
+  CHECK_THROWS_WITH_AS(SharedRuntime(layout, 10, 3).shard_size(3),
+                       doctest::Contains("shard 3 of 3"), std::out_of_range);
+}
