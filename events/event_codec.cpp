@@ -1,0 +1,342 @@
+#include "events/event_codec.h"
+
+#include <msgpack.hpp>
+
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace radixkv::events {
+
+namespace {
+
+// ---- encoding -------------------------------------------------------------------------------
+
+class Writer {
+ public:
+  explicit Writer(EventEncoding encoding) : encoding_(encoding), pk_(&buffer_) {}
+
+  std::string finish() { return {buffer_.data(), buffer_.size()}; }
+
+  void batch(const EventBatch& b) {
+    const uint32_t fields = b.data_parallel_rank ? 3 : 2;  // omit_defaults: None is left out
+    open(fields);
+    key("ts");
+    pk_.pack_double(b.ts);
+    key("events");
+    pk_.pack_array(static_cast<uint32_t>(b.events.size()));
+    for (const KvEvent& event : b.events) std::visit([this](const auto& e) { write(e); }, event);
+    if (b.data_parallel_rank) {
+      key("data_parallel_rank");
+      pk_.pack(*b.data_parallel_rank);
+    }
+  }
+
+ private:
+  // A struct of `fields` fields; in the array encoding an event's tag is one more element.
+  void open(uint32_t fields) {
+    if (encoding_ == EventEncoding::kMap) {
+      pk_.pack_map(fields);
+    } else {
+      pk_.pack_array(fields);
+    }
+  }
+  void event(std::string_view tag, uint32_t fields) {
+    if (encoding_ == EventEncoding::kMap) {
+      pk_.pack_map(fields + 1);
+      str("type");
+    } else {
+      pk_.pack_array(fields + 1);
+    }
+    str(tag);
+  }
+  void key(std::string_view name) {
+    if (encoding_ == EventEncoding::kMap) str(name);
+  }
+  void str(std::string_view s) {
+    pk_.pack_str(static_cast<uint32_t>(s.size()));
+    pk_.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+  }
+  template <typename T>
+  void optional(const std::optional<T>& value) {
+    if (!value) {
+      pk_.pack_nil();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      str(*value);
+    } else {
+      pk_.pack(*value);
+    }
+  }
+  template <typename T>
+  void list(const std::vector<T>& values) {
+    pk_.pack_array(static_cast<uint32_t>(values.size()));
+    for (const T& v : values) pk_.pack(v);
+  }
+
+  void write(const BlockStored& e) {
+    event("BlockStored", 7);
+    key("block_hashes");
+    list(e.block_hashes);
+    key("parent_block_hash");
+    optional(e.parent_block_hash);
+    key("token_ids");
+    list(e.token_ids);
+    key("block_size");
+    pk_.pack(e.block_size);
+    key("lora_id");
+    optional(e.lora_id);
+    key("medium");
+    optional(e.medium);
+    key("lora_name");
+    optional(e.lora_name);
+  }
+  void write(const BlockRemoved& e) {
+    event("BlockRemoved", 2);
+    key("block_hashes");
+    list(e.block_hashes);
+    key("medium");
+    optional(e.medium);
+  }
+  void write(const AllBlocksCleared&) { event("AllBlocksCleared", 0); }
+
+  EventEncoding encoding_;
+  msgpack::sbuffer buffer_;
+  msgpack::packer<msgpack::sbuffer> pk_;
+};
+
+// ---- decoding -------------------------------------------------------------------------------
+
+const char* type_name(const msgpack::object& o) {
+  switch (o.type) {
+    case msgpack::type::NIL:
+      return "nil";
+    case msgpack::type::BOOLEAN:
+      return "bool";
+    case msgpack::type::POSITIVE_INTEGER:
+    case msgpack::type::NEGATIVE_INTEGER:
+      return "an integer";
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64:
+      return "a float";
+    case msgpack::type::STR:
+      return "str";
+    case msgpack::type::BIN:
+      return "bin";
+    case msgpack::type::ARRAY:
+      return "an array";
+    case msgpack::type::MAP:
+      return "a map";
+    default:
+      return "an extension";
+  }
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) {
+  throw EventDecodeError(path + ": " + why);
+}
+[[noreturn]] void expected(const std::string& path, const char* what, const msgpack::object& o) {
+  fail(path, std::string("expected ") + what + ", got " + type_name(o));
+}
+
+bool is_int(const msgpack::object& o) {
+  return o.type == msgpack::type::POSITIVE_INTEGER || o.type == msgpack::type::NEGATIVE_INTEGER;
+}
+
+int64_t read_int(const msgpack::object& o, const std::string& path) {
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) return o.via.i64;
+  if (o.type != msgpack::type::POSITIVE_INTEGER) expected(path, "an integer", o);
+  if (o.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    fail(path, "integer " + std::to_string(o.via.u64) + " does not fit in int64");
+  }
+  return static_cast<int64_t>(o.via.u64);
+}
+
+// A block hash: any 64-bit integer, negative ones as their two's complement (a signed 64-bit
+// hash and its unsigned form name the same block).
+BlockHash read_hash(const msgpack::object& o, const std::string& path) {
+  if (o.type == msgpack::type::POSITIVE_INTEGER) return o.via.u64;
+  if (o.type == msgpack::type::NEGATIVE_INTEGER) return static_cast<BlockHash>(o.via.i64);
+  expected(path, "an integer block hash", o);
+}
+
+std::string read_str(const msgpack::object& o, const std::string& path) {
+  if (o.type != msgpack::type::STR) expected(path, "str", o);
+  return {o.via.str.ptr, o.via.str.size};
+}
+
+template <typename T, typename Read>
+std::optional<T> read_optional(const msgpack::object* o, const std::string& path, Read read) {
+  if (o == nullptr || o->type == msgpack::type::NIL) return std::nullopt;
+  return read(*o, path);
+}
+
+template <typename T, typename Read>
+std::vector<T> read_list(const msgpack::object& o, const std::string& path, Read read) {
+  if (o.type != msgpack::type::ARRAY) expected(path, "an array", o);
+  std::vector<T> values;
+  values.reserve(o.via.array.size);
+  for (uint32_t i = 0; i < o.via.array.size; ++i) {
+    values.push_back(read(o.via.array.ptr[i], path + "[" + std::to_string(i) + "]"));
+  }
+  return values;
+}
+
+// The fields of one struct, by name: a map's values, or an array's elements by position.
+class Fields {
+ public:
+  // `names` in the struct's field order; an array's element i + offset holds field i.
+  Fields(const msgpack::object& o, std::string path, std::vector<std::string_view> names,
+         uint32_t offset)
+      : o_(o), path_(std::move(path)), names_(std::move(names)), offset_(offset) {}
+
+  // nullptr when the field is not there.
+  const msgpack::object* find(std::string_view name) const {
+    if (o_.type == msgpack::type::MAP) {
+      for (uint32_t i = 0; i < o_.via.map.size; ++i) {
+        const msgpack::object& k = o_.via.map.ptr[i].key;
+        if (k.type == msgpack::type::STR && std::string_view(k.via.str.ptr, k.via.str.size) == name)
+          return &o_.via.map.ptr[i].val;
+      }
+      return nullptr;
+    }
+    for (uint32_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == name) {
+        return i + offset_ < o_.via.array.size ? &o_.via.array.ptr[i + offset_] : nullptr;
+      }
+    }
+    return nullptr;
+  }
+  const msgpack::object& required(std::string_view name) const {
+    const msgpack::object* value = find(name);
+    if (value == nullptr) fail(path_, "missing field \"" + std::string(name) + "\"");
+    return *value;
+  }
+  std::string path(std::string_view name) const { return path_ + "." + std::string(name); }
+
+ private:
+  const msgpack::object& o_;
+  std::string path_;
+  std::vector<std::string_view> names_;
+  uint32_t offset_;
+};
+
+BlockStored read_block_stored(const Fields& f) {
+  BlockStored e;
+  e.block_hashes =
+      read_list<BlockHash>(f.required("block_hashes"), f.path("block_hashes"), read_hash);
+  e.parent_block_hash = read_optional<BlockHash>(&f.required("parent_block_hash"),
+                                                 f.path("parent_block_hash"), read_hash);
+  e.token_ids = read_list<int64_t>(f.required("token_ids"), f.path("token_ids"), read_int);
+  const int64_t block_size = read_int(f.required("block_size"), f.path("block_size"));
+  if (block_size < 1 || block_size > std::numeric_limits<uint32_t>::max()) {
+    fail(f.path("block_size"),
+         "must be a positive 32-bit count, got " + std::to_string(block_size));
+  }
+  e.block_size = static_cast<uint32_t>(block_size);
+  e.lora_id = read_optional<int64_t>(f.find("lora_id"), f.path("lora_id"), read_int);
+  e.medium = read_optional<std::string>(f.find("medium"), f.path("medium"), read_str);
+  e.lora_name = read_optional<std::string>(f.find("lora_name"), f.path("lora_name"), read_str);
+  return e;
+}
+
+BlockRemoved read_block_removed(const Fields& f) {
+  BlockRemoved e;
+  e.block_hashes =
+      read_list<BlockHash>(f.required("block_hashes"), f.path("block_hashes"), read_hash);
+  e.medium = read_optional<std::string>(f.find("medium"), f.path("medium"), read_str);
+  return e;
+}
+
+KvEvent read_event(const msgpack::object& o, const std::string& path) {
+  std::string tag;
+  uint32_t offset = 0;
+  if (o.type == msgpack::type::MAP) {
+    const msgpack::object* type = Fields(o, path, {}, 0).find("type");
+    if (type == nullptr) fail(path, "missing field \"type\"");
+    tag = read_str(*type, path + ".type");
+  } else if (o.type == msgpack::type::ARRAY) {
+    if (o.via.array.size == 0) fail(path, "empty array: no event tag");
+    tag = read_str(o.via.array.ptr[0], path + "[0]");
+    offset = 1;
+  } else {
+    expected(path, "a map or an array", o);
+  }
+  if (tag == "BlockStored") {
+    return read_block_stored(Fields(o, path,
+                                    {"block_hashes", "parent_block_hash", "token_ids", "block_size",
+                                     "lora_id", "medium", "lora_name"},
+                                    offset));
+  }
+  if (tag == "BlockRemoved") {
+    return read_block_removed(Fields(o, path, {"block_hashes", "medium"}, offset));
+  }
+  if (tag == "AllBlocksCleared") return AllBlocksCleared{};
+  fail(path,
+       "unknown event type \"" + tag + "\" (known: BlockStored, BlockRemoved, AllBlocksCleared)");
+}
+
+EventBatch read_batch(const msgpack::object& o) {
+  if (o.type != msgpack::type::MAP && o.type != msgpack::type::ARRAY) {
+    expected("batch", "a map or an array", o);
+  }
+  const Fields f(o, "batch", {"ts", "events", "data_parallel_rank"}, 0);
+  EventBatch batch;
+  const msgpack::object& ts = f.required("ts");
+  if (ts.type == msgpack::type::FLOAT32 || ts.type == msgpack::type::FLOAT64) {
+    batch.ts = ts.via.f64;
+  } else if (is_int(ts)) {
+    batch.ts = static_cast<double>(read_int(ts, "batch.ts"));
+  } else {
+    expected("batch.ts", "a number", ts);
+  }
+  const msgpack::object& events = f.required("events");
+  if (events.type != msgpack::type::ARRAY) expected("batch.events", "an array", events);
+  batch.events.reserve(events.via.array.size);
+  for (uint32_t i = 0; i < events.via.array.size; ++i) {
+    batch.events.push_back(
+        read_event(events.via.array.ptr[i], "events[" + std::to_string(i) + "]"));
+  }
+  batch.data_parallel_rank =
+      read_optional<int64_t>(f.find("data_parallel_rank"), "batch.data_parallel_rank", read_int);
+  return batch;
+}
+
+}  // namespace
+
+std::string_view to_string(EventEncoding encoding) {
+  return encoding == EventEncoding::kMap ? "map" : "array";
+}
+
+EventEncoding parse_event_encoding(std::string_view name) {
+  if (name == "map") return EventEncoding::kMap;
+  if (name == "array") return EventEncoding::kArray;
+  throw std::invalid_argument("unknown KV event encoding \"" + std::string(name) +
+                              "\" (known: map, array)");
+}
+
+std::string encode_batch(const EventBatch& batch, EventEncoding encoding) {
+  Writer writer(encoding);
+  writer.batch(batch);
+  return writer.finish();
+}
+
+EventBatch decode_batch(std::string_view payload) {
+  // Every element takes at least one byte, so no honest container is longer than the payload:
+  // the limits stop a forged length from allocating gigabytes before the data runs out.
+  const std::size_t n = payload.size();
+  const msgpack::unpack_limit limit(n, n, n, n, n, 64);
+  msgpack::object_handle handle;
+  std::size_t offset = 0;
+  try {
+    handle = msgpack::unpack(payload.data(), n, offset, nullptr, nullptr, limit);
+  } catch (const std::exception& e) {
+    throw EventDecodeError(std::string("payload: not a msgpack value (") + e.what() + ")");
+  }
+  if (offset != n) {
+    throw EventDecodeError("payload: " + std::to_string(n - offset) +
+                           " bytes after the end of the batch");
+  }
+  return read_batch(handle.get());
+}
+
+}  // namespace radixkv::events
