@@ -2,6 +2,7 @@
 
 #include <msgpack.hpp>
 
+#include <bit>
 #include <limits>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ class Writer {
     const uint32_t fields = b.data_parallel_rank ? 3 : 2;  // omit_defaults: None is left out
     open(fields);
     key("ts");
-    pk_.pack_double(b.ts);
+    float64(b.ts);
     key("events");
     pk_.pack_array(static_cast<uint32_t>(b.events.size()));
     for (const KvEvent& event : b.events) std::visit([this](const auto& e) { write(e); }, event);
@@ -49,6 +50,14 @@ class Writer {
       pk_.pack_array(fields + 1);
     }
     str(tag);
+  }
+  // Always a float64, as msgspec writes a float: msgpack-cxx's pack_double() would write 2.0 as
+  // the integer 2, which a consumer decoding `ts: float` strictly could refuse.
+  void float64(double value) {
+    const auto bits = std::bit_cast<uint64_t>(value);
+    char bytes[9] = {static_cast<char>(0xcb)};
+    for (int i = 0; i < 8; ++i) bytes[1 + i] = static_cast<char>(bits >> (8 * (7 - i)));
+    buffer_.write(bytes, sizeof(bytes));
   }
   void key(std::string_view name) {
     if (encoding_ == EventEncoding::kMap) str(name);

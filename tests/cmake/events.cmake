@@ -1,0 +1,9 @@
+# KV events and the router (issue 17). Tests that start processes are labelled `integration`;
+# they fail, not skip, when CI=true and they cannot start. The threaded ones are labelled
+# `threads` (scripts/sanitize.sh thread).
+add_library(radixkv_test_events STATIC event_script.cpp)
+target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
+
+radixkv_add_test(test_events
+  SOURCES test_event_codec.cpp test_event_batcher.cpp
+  LIBS radixkv_test_events radixkv_xxhash msgpackc-cxx)

@@ -1,0 +1,179 @@
+#include "tests/event_script.h"
+
+#include <numeric>
+
+namespace radixkv::testing {
+
+using events::ChainHash;
+using events::Tier;
+
+ScriptedCache::ScriptedCache(ScriptOptions options, events::TierEvents& observer)
+    : options_(options), observer_(observer), rng_(options.seed) {
+  std::mt19937_64 shared(options_.template_seed);
+  for (int t = 0; t < 4; ++t) {
+    std::vector<TokenId> page(options_.page_tokens);
+    for (TokenId& token : page) token = static_cast<TokenId>(1000 + shared() % 1000);
+    templates_.push_back(std::move(page));
+  }
+}
+
+std::vector<TokenId> ScriptedCache::pin_prefix(Namespace ns, uint32_t pages, TokenId base) {
+  std::vector<TokenId> tokens(size_t{pages} * options_.page_tokens);
+  std::iota(tokens.begin(), tokens.end(), base);
+  std::vector<std::vector<TokenId>> chain;
+  for (uint32_t p = 0; p < pages; ++p) {
+    chain.emplace_back(tokens.begin() + p * options_.page_tokens,
+                       tokens.begin() + (p + 1) * options_.page_tokens);
+  }
+  make_resident(ns, std::nullopt, chain, true);
+  observer_.flush();
+  return tokens;
+}
+
+void ScriptedCache::step() {
+  const int changes = 1 + static_cast<int>(rng_() % 3);
+  for (int c = 0; c < changes; ++c) {
+    if (options_.clears && rng_() % 50 == 0) {
+      observer_.cleared();
+      pages_.clear();
+      continue;
+    }
+    // Past max_pages only offloads and drops, which make room; else stores half the time.
+    const uint64_t roll = rng_() % 4;
+    if (roll == 2 || (roll == 0 && pages_.size() > options_.max_pages)) {
+      offload_one();
+    } else if (roll == 3 || pages_.size() > options_.max_pages) {
+      drop_one();
+    } else {
+      store_chain();
+    }
+  }
+  observer_.flush();
+}
+
+void ScriptedCache::store_chain() {
+  std::optional<ChainHash> parent;
+  Namespace ns = rng_() % options_.namespaces;
+  std::vector<std::vector<TokenId>> chain;
+  const std::vector<ChainHash> below = pick([](const Page&) { return true; });
+  if (below.empty() || rng_() % 5 < 2) {
+    chain.push_back(templates_[rng_() % templates_.size()]);
+  } else {
+    parent = below[rng_() % below.size()];
+    ns = pages_.at(*parent).ns;
+  }
+  const int fresh = (chain.empty() ? 1 : 0) + static_cast<int>(rng_() % 3);
+  for (int p = 0; p < fresh; ++p) {
+    std::vector<TokenId> page(options_.page_tokens);
+    for (TokenId& token : page) token = static_cast<TokenId>(rng_() % 50);
+    chain.push_back(std::move(page));
+  }
+  make_resident(ns, parent, chain, false);
+}
+
+void ScriptedCache::make_resident(Namespace ns, std::optional<ChainHash> parent,
+                                  const std::vector<std::vector<TokenId>>& chain, bool pinned) {
+  ChainHash hash = parent ? *parent : events::namespace_seed(ns);
+  std::optional<ChainHash> run_parent = parent;
+  std::vector<ChainHash> run;
+  std::vector<TokenId> run_tokens;
+  auto emit = [&] {
+    if (!run.empty()) observer_.stored(Tier::kDevice, ns, run_parent, run, run_tokens);
+    run.clear();
+    run_tokens.clear();
+  };
+  std::optional<ChainHash> previous = parent;
+  for (const std::vector<TokenId>& tokens : chain) {
+    hash = events::chain_page_hash(hash, tokens);
+    Page& page = pages_[hash];
+    if (page.tokens.empty()) page = {ns, previous, tokens, false, false, false};
+    page.pinned = page.pinned || pinned;
+    if (page.device) {
+      emit();
+      run_parent = hash;
+    } else {
+      page.device = true;
+      run.push_back(hash);
+      run_tokens.insert(run_tokens.end(), tokens.begin(), tokens.end());
+    }
+    previous = hash;
+  }
+  emit();
+}
+
+bool ScriptedCache::has_child(const ChainHash& hash, bool device_only) const {
+  for (const auto& [h, page] : pages_) {
+    if (page.parent == hash && (!device_only || page.device)) return true;
+  }
+  return false;
+}
+
+template <typename Pred>
+std::vector<ChainHash> ScriptedCache::pick(Pred pred) const {
+  std::vector<ChainHash> out;
+  for (const auto& [hash, page] : pages_) {
+    if (pred(page)) out.push_back(hash);
+  }
+  return out;
+}
+
+void ScriptedCache::offload_one() {
+  const std::vector<ChainHash> tails = pick([](const Page& p) { return p.device && !p.pinned; });
+  std::vector<ChainHash> candidates;
+  for (const ChainHash& h : tails) {
+    if (!has_child(h, true)) candidates.push_back(h);
+  }
+  if (candidates.empty()) return;
+  const ChainHash hash = candidates[rng_() % candidates.size()];
+  Page& page = pages_.at(hash);
+  const ChainHash one[1] = {hash};
+  if (!page.host && !has_child(hash, false) && rng_() % 2 == 0) {
+    observer_.removed(Tier::kDevice, one);
+    pages_.erase(hash);
+    return;
+  }
+  if (!page.host) {
+    observer_.stored(Tier::kHost, page.ns, page.parent, one, page.tokens);
+    page.host = true;
+  }
+  observer_.removed(Tier::kDevice, one);
+  page.device = false;
+}
+
+void ScriptedCache::drop_one() {
+  const std::vector<ChainHash> host_only =
+      pick([](const Page& p) { return p.host && !p.device && !p.pinned; });
+  std::vector<ChainHash> candidates;
+  for (const ChainHash& h : host_only) {
+    if (!has_child(h, false)) candidates.push_back(h);
+  }
+  if (candidates.empty()) return;
+  const ChainHash hash = candidates[rng_() % candidates.size()];
+  const ChainHash one[1] = {hash};
+  observer_.removed(Tier::kHost, one);
+  pages_.erase(hash);
+}
+
+std::set<MediumBlock> ScriptedCache::truth(const std::string& device,
+                                           const std::string& host) const {
+  std::set<MediumBlock> out;
+  for (const auto& [hash, page] : pages_) {
+    if (page.device) out.emplace(device, events::block_hash(hash));
+    if (page.host) out.emplace(host, events::block_hash(hash));
+  }
+  return out;
+}
+
+void apply_events(std::set<MediumBlock>& held, const events::EventBatch& batch) {
+  for (const events::KvEvent& event : batch.events) {
+    if (const auto* stored = std::get_if<events::BlockStored>(&event)) {
+      for (uint64_t h : stored->block_hashes) held.emplace(stored->medium.value_or(""), h);
+    } else if (const auto* removed = std::get_if<events::BlockRemoved>(&event)) {
+      for (uint64_t h : removed->block_hashes) held.erase({removed->medium.value_or(""), h});
+    } else {
+      held.clear();
+    }
+  }
+}
+
+}  // namespace radixkv::testing
