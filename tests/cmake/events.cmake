@@ -7,3 +7,9 @@ target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
 radixkv_add_test(test_events
   SOURCES test_event_codec.cpp test_event_batcher.cpp
   LIBS radixkv_test_events radixkv_xxhash msgpackc-cxx)
+
+radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp
+  LIBS radixkv_events cppzmq Threads::Threads LABELS threads)
+
+radixkv_add_test(test_router SOURCES test_router_index.cpp test_router_route.cpp
+  LIBS radixkv_router radixkv_test_events nlohmann_json::nlohmann_json)
