@@ -1,0 +1,357 @@
+// The router's event feed against a publisher the test scripts frame by frame (seq gaps it fills
+// through replay, gaps replay cannot fill, payloads that do not decode, a worker that goes silent
+// and comes back), then the whole router service in-process over two real publishers.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "events/event_batcher.h"
+#include "events/event_codec.h"
+#include "events/zmq_publisher.h"
+#include "router/event_feed.h"
+#include "router/router_service.h"
+#include "tests/event_script.h"
+#include "tests/zmq_test_client.h"
+
+using namespace radixkv;
+using namespace radixkv::router;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Waits up to `limit` for `done()` to hold, checking every 10 ms.
+template <typename Pred>
+bool eventually(Pred done, std::chrono::milliseconds limit = 10s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+std::string payload(uint64_t n) {
+  return events::encode_batch({static_cast<double>(n), {}, 0}, events::EventEncoding::kMap);
+}
+
+// A publisher whose PUB frames the test sends one by one, and whose replay socket answers from a
+// buffer the test fills (or stays silent while `answering` is false), on a thread of its own.
+class ScriptedPublisher {
+ public:
+  ScriptedPublisher()
+      : pub_(context_, zmq::socket_type::pub), router_(context_, zmq::socket_type::router) {
+    pub_.bind("tcp://127.0.0.1:*");
+    router_.set(zmq::sockopt::linger, 0);
+    router_.bind("tcp://127.0.0.1:*");
+    pub_endpoint_ = pub_.get(zmq::sockopt::last_endpoint);
+    replay_endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~ScriptedPublisher() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  WorkerEndpoints endpoints(std::string name) const {
+    return {std::move(name), pub_endpoint_, replay_endpoint_};
+  }
+  void buffer(uint64_t seq, std::string bytes) {
+    std::lock_guard lock(mutex_);
+    buffer_[seq] = std::move(bytes);
+  }
+  void send(uint64_t seq) {
+    std::string bytes;
+    {
+      std::lock_guard lock(mutex_);
+      bytes = buffer_.at(seq);
+    }
+    const std::string seq_bytes = events::encode_seq(static_cast<int64_t>(seq));
+    const std::array<zmq::const_buffer, 3> message = {zmq::str_buffer(""), zmq::buffer(seq_bytes),
+                                                      zmq::buffer(bytes)};
+    zmq::send_multipart(pub_, message);
+  }
+  void answering(bool on) { answering_ = on; }
+  int requests() const { return requests_; }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      const auto request = radixkv::testing::receive(router_, 10ms);
+      if (!request || !answering_) continue;
+      ++requests_;
+      const int64_t start = *events::decode_seq((*request)[2]);
+      std::lock_guard lock(mutex_);
+      for (auto it = buffer_.lower_bound(static_cast<uint64_t>(start)); it != buffer_.end(); ++it) {
+        const std::string seq = events::encode_seq(static_cast<int64_t>(it->first));
+        const std::array<zmq::const_buffer, 4> m = {zmq::buffer((*request)[0]), zmq::const_buffer(),
+                                                    zmq::buffer(seq), zmq::buffer(it->second)};
+        zmq::send_multipart(router_, m);
+      }
+      const std::string end = events::encode_seq(events::kEndOfReplay);
+      const std::array<zmq::const_buffer, 4> m = {zmq::buffer((*request)[0]), zmq::const_buffer(),
+                                                  zmq::buffer(end), zmq::const_buffer()};
+      zmq::send_multipart(router_, m);
+    }
+  }
+
+  zmq::context_t context_;
+  zmq::socket_t pub_, router_;  // router_ belongs to the serving thread once it runs
+  std::string pub_endpoint_, replay_endpoint_;
+  std::mutex mutex_;
+  std::map<uint64_t, std::string> buffer_;
+  std::atomic<bool> answering_{true}, stop_{false};
+  std::atomic<int> requests_{0};
+  std::thread thread_;
+};
+
+// What the feed handed over: "b<ts>" per batch, "lost" per loss, in order.
+struct SinkLog {
+  FeedSink sink() {
+    return {[this](size_t, const events::EventBatch& b) { add(fmt::format("b{}", b.ts)); },
+            [this](size_t, std::string_view) { add("lost"); }};
+  }
+  void add(std::string entry) {
+    std::lock_guard lock(mutex);
+    entries.push_back(std::move(entry));
+  }
+  std::vector<std::string> snapshot() {
+    std::lock_guard lock(mutex);
+    return entries;
+  }
+  std::mutex mutex;
+  std::vector<std::string> entries;
+};
+
+std::vector<std::string> batches(uint64_t from, uint64_t to) {  // "b<from>" .. "b<to - 1>"
+  std::vector<std::string> out;
+  for (uint64_t n = from; n < to; ++n) out.push_back(fmt::format("b{}", n));
+  return out;
+}
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("router: the feed applies every batch once, in order, repairing what it can") {
+  ScriptedPublisher publisher;
+  for (uint64_t n = 0; n < 10; ++n) publisher.buffer(n, payload(n));
+  SinkLog log;
+  EventFeed feed({publisher.endpoints("w")}, {"", 400ms, 100ms}, log.sink());
+  feed.start();
+
+  // Started after the worker: it catches up through replay from 0.
+  REQUIRE(eventually([&] { return log.snapshot().size() == 10; }));
+  CHECK(log.snapshot() == batches(0, 10));
+  CHECK(feed.status()[0].state == WorkerState::kUp);
+
+  // The live stream; a batch missed on PUB is fetched through replay, duplicates are dropped.
+  for (uint64_t n = 10; n < 15; ++n) publisher.buffer(n, payload(n));
+  publisher.send(10);
+  publisher.send(11);
+  publisher.send(14);  // 12 and 13 are only in the replay buffer
+  REQUIRE(eventually([&] { return log.snapshot().size() == 15; }));
+  CHECK(log.snapshot() == batches(0, 15));
+
+  // 15 and 16 never made it into the buffer (dropped at the publisher): the worker's view is
+  // lost once, and the feed goes on from 17.
+  publisher.buffer(17, payload(17));
+  publisher.send(17);
+  REQUIRE(eventually([&] { return log.snapshot().size() == 17; }));
+  CHECK(log.snapshot() == batches(0, 15) + std::vector<std::string>{"lost", "b17"});
+
+  // A payload that does not decode loses the view too, and the next batch is applied.
+  publisher.buffer(18, "not msgpack");
+  publisher.buffer(19, payload(19));
+  publisher.send(18);
+  publisher.send(19);
+  REQUIRE(eventually([&] { return log.snapshot().size() == 19; }));
+  CHECK(log.snapshot().back() == "b19");
+  CHECK(log.snapshot()[17] == "lost");
+
+  WorkerFeedStatus status = feed.status()[0];
+  CHECK(status.next_seq == 20);
+  CHECK(status.batches == 17);  // the one that did not decode is not applied
+  CHECK(status.gaps_unfilled == 1);
+  CHECK(status.decode_errors == 1);
+  CHECK(status.times_down == 0);
+  CHECK(status.replay_requests >= 3);
+  feed.stop();
+}
+
+TEST_CASE("router: a silent worker is dropped after the timeout and relearned when it answers") {
+  ScriptedPublisher publisher;
+  for (uint64_t n = 0; n < 3; ++n) publisher.buffer(n, payload(n));
+  SinkLog log;
+  EventFeed feed({publisher.endpoints("w")}, {"", 300ms, 50ms}, log.sink());
+  feed.start();
+  REQUIRE(eventually([&] { return log.snapshot().size() == 3; }));
+
+  // Idle but answering: probes keep it up.
+  const int before = publisher.requests();
+  std::this_thread::sleep_for(400ms);
+  CHECK(publisher.requests() > before);
+  CHECK(feed.status()[0].state == WorkerState::kUp);
+  CHECK(log.snapshot().size() == 3);
+
+  publisher.answering(false);
+  REQUIRE(eventually([&] { return feed.status()[0].state == WorkerState::kDown; }, 3s));
+  CHECK(log.snapshot() == batches(0, 3) + std::vector<std::string>{"lost"});
+  CHECK(feed.status()[0].times_down == 1);
+
+  publisher.answering(true);  // back: everything it buffers is learned again from seq 0
+  REQUIRE(eventually([&] { return log.snapshot().size() == 7; }, 3s));
+  CHECK(log.snapshot() == batches(0, 3) + std::vector<std::string>{"lost"} + batches(0, 3));
+  CHECK(feed.status()[0].state == WorkerState::kUp);
+  feed.stop();
+}
+
+TEST_CASE("router: the feed names a worker whose endpoint is wrong") {
+  SinkLog log;
+  CHECK_THROWS_WITH_AS(EventFeed({{"w9", "nonsense", "tcp://127.0.0.1:1"}}, {}, log.sink()),
+                       doctest::Contains("worker w9: event endpoint nonsense: "),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(EventFeed({{"w9", "tcp://127.0.0.1:1", "nonsense"}}, {}, log.sink()),
+                       doctest::Contains("worker w9: replay endpoint nonsense: "),
+                       std::invalid_argument);
+}
+
+namespace {
+
+// One worker of the in-process cluster: a scripted cache whose events go through a batcher to a
+// real publisher.
+struct Worker {
+  Worker(uint64_t seed, events::EventEncoding encoding)
+      : publisher([&] {
+          events::PublisherOptions o;
+          o.endpoint = "tcp://127.0.0.1:*";
+          o.replay_endpoint = "tcp://127.0.0.1:*";
+          o.encoding = encoding;
+          return o;
+        }()),
+        batcher(options(), [this](events::EventBatch&& b) { publisher.publish(std::move(b)); }),
+        cache({.seed = seed, .page_tokens = 4}, batcher) {}
+
+  static events::EventBatcherOptions options() {
+    events::EventBatcherOptions o;
+    o.page_tokens = 4;
+    return o;
+  }
+  WorkerEndpoints endpoints(std::string name) const {
+    return {std::move(name), publisher.bound_endpoint(), publisher.bound_replay_endpoint()};
+  }
+
+  events::ZmqEventPublisher publisher;
+  events::EventBatcher batcher;
+  radixkv::testing::ScriptedCache cache;
+};
+
+std::set<radixkv::testing::MediumBlock> index_of(httplib::Client& http, const std::string& w) {
+  std::set<radixkv::testing::MediumBlock> out;
+  const auto res = http.Get(fmt::format("/index?worker={}", w).c_str());
+  if (!res || res->status != 200) return out;
+  const nlohmann::json answer = nlohmann::json::parse(res->body);
+  for (const auto& block : answer["blocks"]) {
+    for (const auto& medium : block["mediums"]) {
+      out.emplace(medium.get<std::string>(), block["hash"].get<uint64_t>());
+    }
+  }
+  return out;
+}
+
+nlohmann::json route(httplib::Client& http, const nlohmann::json& body, int expect = 200) {
+  const auto res = http.Post("/route", body.dump(), "application/json");
+  REQUIRE(res);
+  CHECK(res->status == expect);
+  return nlohmann::json::parse(res->body);
+}
+
+// The value of one metric line ("name{labels} value") in a Prometheus exposition, or -1.
+double metric(const std::string& text, const std::string& series) {
+  const size_t at = text.find(fmt::format("\n{} ", series));
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+}  // namespace
+
+TEST_CASE("router: the service in-process: the union of two workers' pages, and routes by it") {
+  Worker w0(1, events::EventEncoding::kMap), w1(2, events::EventEncoding::kArray);
+  const std::vector<TokenId> own0 = w0.cache.pin_prefix(0, 4, 5000);
+  const std::vector<TokenId> own1 = w1.cache.pin_prefix(0, 3, 7000);
+  const std::vector<TokenId> shared = w0.cache.pin_prefix(0, 2, 9000);
+  w1.cache.pin_prefix(0, 2, 9000);
+  for (int step = 0; step < 60; ++step) {
+    w0.cache.step();
+    w1.cache.step();
+  }
+  RouterOptions options;
+  options.workers = {w0.endpoints("w0"), w1.endpoints("w1")};
+  options.http_port = 0;
+  options.worker_timeout = 2s;
+  RouterService service(options);
+  service.start();
+  httplib::Client http("127.0.0.1", service.port());
+  http.set_read_timeout(5, 0);
+
+  // Started after the workers: everything comes through replay. More comes live.
+  for (int step = 0; step < 40; ++step) {
+    w0.cache.step();
+    w1.cache.step();
+  }
+  CHECK(eventually([&] { return index_of(http, "w0") == w0.cache.truth(); }));
+  CHECK(eventually([&] { return index_of(http, "w1") == w1.cache.truth(); }));
+
+  std::vector<TokenId> request = own0;
+  request.insert(request.end(), {1, 2, 3});  // and a partial page
+  nlohmann::json answer = route(http, {{"tokens", request}, {"page_size", 4}});
+  CHECK(answer["worker"] == "w0");
+  CHECK(answer["outcome"] == "prefix_hit");
+  CHECK(answer["request_blocks"] == 4.75);
+  CHECK(answer["candidates"][0]["overlap_blocks"] == 4);
+  CHECK(answer["candidates"][1]["overlap_blocks"] == 0);
+  answer = route(http, {{"tokens", own1}, {"page_size", 4}});
+  CHECK(answer["worker"] == "w1");
+
+  // Both hold the shared prefix: the load decides.
+  answer = route(
+      http, {{"tokens", shared},
+             {"page_size", 4},
+             {"candidates", {{{"worker", "w0"}, {"load", 5}}, {{"worker", "w1"}, {"load", 1}}}}});
+  CHECK(answer["worker"] == "w1");
+  CHECK(answer["candidates"][0]["overlap_blocks"] == 2);
+  CHECK(answer["candidates"][1]["overlap_blocks"] == 2);
+  answer = route(
+      http, {{"tokens", shared},
+             {"page_size", 4},
+             {"candidates", {{{"worker", "w0"}, {"load", 0}}, {{"worker", "w1"}, {"load", 1}}}}});
+  CHECK(answer["worker"] == "w0");
+
+  const nlohmann::json refused = route(http, {{"tokens", {1}}}, 400);
+  CHECK(refused["error"] == "page_size: required with \"tokens\"");
+  CHECK(http.Get("/index?worker=w7")->status == 404);
+
+  const std::string text = http.Get("/metrics")->body;
+  CHECK(metric(text, "radixkv_router_decisions_total{outcome=\"prefix_hit\"}") == 4);
+  CHECK(metric(text, "radixkv_router_bad_requests_total") == 1);
+  CHECK(metric(text, "radixkv_router_worker_up{worker=\"w1\"}") == 1);
+  std::set<uint64_t> blocks;  // each counted once, whatever its mediums
+  for (const auto& [medium, hash] : w0.cache.truth()) blocks.insert(hash);
+  CHECK(metric(text, "radixkv_router_index_pages{worker=\"w0\"}") ==
+        static_cast<double>(blocks.size()));
+  CHECK(metric(text, "radixkv_router_events_applied_total{worker=\"w0\",type=\"BlockStored\"}") >
+        0);
+  CHECK(metric(text, "radixkv_router_replay_requests_total{worker=\"w1\"}") >= 1);
+  const nlohmann::json health = nlohmann::json::parse(http.Get("/healthz")->body);
+  CHECK(health["status"] == "ok");
+  CHECK(health["workers"][0]["state"] == "up");
+  service.stop();
+  CHECK_FALSE(http.Get("/healthz"));  // the server is gone
+}
