@@ -173,16 +173,17 @@ void EventFeed::Impl::skip_gap(Worker& w, uint64_t to) {
   w.published_next.store(to);
 }
 
-// After a replay ended: apply the held PUB batches in order, skipping what replay could not fill.
+// After a replay ended: apply the held PUB batches that follow in order. A hole before the next
+// held one is a batch published after the replay's snapshot and missed on PUB (a subscription
+// still on its way, say): ask again. Only a replay that skips a batch proves it gone.
 void EventFeed::Impl::settle(Worker& w) {
   while (!w.held.empty()) {
     auto first = w.held.begin();
-    if (first->first < w.next_seq) {
-      w.held.erase(first);
-      continue;
+    if (first->first > w.next_seq) {
+      request_replay(w, w.next_seq);
+      return;
     }
-    if (first->first > w.next_seq) skip_gap(w, first->first);
-    deliver(w, first->first, first->second);
+    if (first->first == w.next_seq) deliver(w, first->first, first->second);
     w.held.erase(first);
   }
 }
@@ -217,6 +218,8 @@ void EventFeed::Impl::on_replay(Worker& w, std::vector<zmq::message_t>& frames) 
     settle(w);
     return;
   }
+  // While a replay is outstanding nothing else is applied, so the answer starts at next_seq
+  // unless the worker no longer has that batch.
   const auto s = static_cast<uint64_t>(*seq);
   if (s < w.next_seq) return;
   if (s > w.next_seq) skip_gap(w, s);

@@ -6,8 +6,8 @@
 //     the worker learns everything the worker still buffers.
 //   - A batch whose seq is past the next one expected is held, and the missing ones are fetched
 //     through replay; duplicates (seq already applied) are ignored.
-//   - A gap that replay cannot fill (the worker's buffer no longer holds it, or the worker
-//     dropped those batches) and a batch that does not decode make the worker's view unknown:
+//   - A replay that skips a batch (the worker's buffer no longer holds it, or the worker dropped
+//     it) and a batch that does not decode make the worker's view unknown:
 //     the sink's lost() is called (the router clears the worker's entries), and the feed goes on
 //     from the next batch it has. Its index may then miss pages, but never holds a stale one.
 //   - Liveness: a worker silent for `probe_after` is sent a replay request from its next seq (a
