@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -107,6 +108,20 @@ std::optional<std::string> python_missing(const std::string& python) {
     return python + " lacks python3-zmq or python3-msgpack";
   }
   return std::nullopt;
+}
+
+std::string scratch_path(const std::string& name) {
+  struct Scratch {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("radixkv_test_" + std::to_string(::getpid()));
+    Scratch() { std::filesystem::create_directories(path); }
+    ~Scratch() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Scratch scratch;
+  return (scratch.path / name).string();
 }
 
 bool in_ci() {

@@ -44,6 +44,9 @@ class ChildProcess {
 // can. `python` is its path.
 std::optional<std::string> python_missing(const std::string& python);
 
+// A path in a scratch folder of this test process, removed when the process ends.
+std::string scratch_path(const std::string& name);
+
 // True when the environment says this is CI (CI=true): tests that cannot start there fail.
 bool in_ci();
 

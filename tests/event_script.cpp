@@ -176,4 +176,42 @@ void apply_events(std::set<MediumBlock>& held, const events::EventBatch& batch) 
   }
 }
 
+events::EventBatch random_event_batch(std::mt19937_64& rng) {
+  using namespace events;
+  EventBatch batch;
+  batch.ts = static_cast<double>(rng() % 2'000'000'000) + 0.25;
+  if (rng() % 4 != 0) batch.data_parallel_rank = static_cast<int64_t>(rng() % 8);
+  const int n = static_cast<int>(rng() % 6);
+  for (int e = 0; e < n; ++e) {
+    switch (rng() % 3) {
+      case 0: {
+        BlockStored s;
+        s.block_size = 1 + static_cast<uint32_t>(rng() % 32);
+        const int blocks = static_cast<int>(rng() % 4);
+        for (int b = 0; b < blocks; ++b) s.block_hashes.push_back(rng());
+        for (uint32_t t = 0; t < blocks * s.block_size; ++t) {
+          s.token_ids.push_back(static_cast<int64_t>(rng() % 200'000) - 100);
+        }
+        if (rng() % 2) s.parent_block_hash = rng();
+        if (rng() % 3 == 0) s.lora_id = static_cast<int64_t>(rng() % 100);
+        if (rng() % 2) s.medium = rng() % 2 ? "GPU" : "CPU";
+        if (rng() % 3 == 0) s.lora_name = "adapter-" + std::to_string(rng() % 10);
+        batch.events.emplace_back(std::move(s));
+        break;
+      }
+      case 1: {
+        BlockRemoved r;
+        const int blocks = static_cast<int>(rng() % 5);
+        for (int b = 0; b < blocks; ++b) r.block_hashes.push_back(rng());
+        if (rng() % 2) r.medium = "CPU";
+        batch.events.emplace_back(std::move(r));
+        break;
+      }
+      default:
+        batch.events.emplace_back(AllBlocksCleared{});
+    }
+  }
+  return batch;
+}
+
 }  // namespace radixkv::testing

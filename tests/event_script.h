@@ -45,6 +45,9 @@ using MediumBlock = std::pair<std::string, uint64_t>;
 // medium is "".
 void apply_events(std::set<MediumBlock>& held, const events::EventBatch& batch);
 
+// A batch of up to 5 random events of every kind, every optional field sometimes set.
+events::EventBatch random_event_batch(std::mt19937_64& rng);
+
 class ScriptedCache {
  public:
   ScriptedCache(ScriptOptions options, events::TierEvents& observer);

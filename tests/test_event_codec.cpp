@@ -9,6 +9,7 @@
 #include <string>
 
 #include "events/event_codec.h"
+#include "tests/event_script.h"
 
 using namespace radixkv::events;
 
@@ -50,43 +51,6 @@ std::string pack(const T& value) {
   msgpack::sbuffer buffer;
   msgpack::pack(buffer, value);
   return {buffer.data(), buffer.size()};
-}
-
-EventBatch random_batch(std::mt19937_64& rng) {
-  EventBatch batch;
-  batch.ts = static_cast<double>(rng() % 2'000'000'000) + 0.25;
-  if (rng() % 4 != 0) batch.data_parallel_rank = static_cast<int64_t>(rng() % 8);
-  const int n = static_cast<int>(rng() % 6);
-  for (int e = 0; e < n; ++e) {
-    switch (rng() % 3) {
-      case 0: {
-        BlockStored s;
-        s.block_size = 1 + static_cast<uint32_t>(rng() % 32);
-        const int blocks = static_cast<int>(rng() % 4);
-        for (int b = 0; b < blocks; ++b) s.block_hashes.push_back(rng());
-        for (uint32_t t = 0; t < blocks * s.block_size; ++t) {
-          s.token_ids.push_back(static_cast<int64_t>(rng() % 200'000) - 100);
-        }
-        if (rng() % 2) s.parent_block_hash = rng();
-        if (rng() % 3 == 0) s.lora_id = static_cast<int64_t>(rng() % 100);
-        if (rng() % 2) s.medium = rng() % 2 ? "GPU" : "CPU";
-        if (rng() % 3 == 0) s.lora_name = "adapter-" + std::to_string(rng() % 10);
-        batch.events.emplace_back(std::move(s));
-        break;
-      }
-      case 1: {
-        BlockRemoved r;
-        const int blocks = static_cast<int>(rng() % 5);
-        for (int b = 0; b < blocks; ++b) r.block_hashes.push_back(rng());
-        if (rng() % 2) r.medium = "CPU";
-        batch.events.emplace_back(std::move(r));
-        break;
-      }
-      default:
-        batch.events.emplace_back(AllBlocksCleared{});
-    }
-  }
-  return batch;
 }
 
 void check_decode_error(const std::string& payload, const std::string& names) {
@@ -138,7 +102,7 @@ TEST_CASE("events: an unset data_parallel_rank is left out, as msgspec's omit_de
 TEST_CASE("events: random batches survive a round trip in both encodings") {
   std::mt19937_64 rng(17);
   for (int i = 0; i < 500; ++i) {
-    const EventBatch batch = random_batch(rng);
+    const EventBatch batch = radixkv::testing::random_event_batch(rng);
     for (EventEncoding encoding : {EventEncoding::kMap, EventEncoding::kArray}) {
       CAPTURE(i);
       CHECK(decode_batch(encode_batch(batch, encoding)) == batch);

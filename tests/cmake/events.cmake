@@ -18,3 +18,15 @@ radixkv_add_test(test_router_feed SOURCES test_router_feed.cpp
   LIBS radixkv_router_service radixkv_test_events cppzmq PkgConfig::HTTPLIB
        nlohmann_json::nlohmann_json Threads::Threads
   LABELS threads)
+
+# Python's msgpack and zmq are Debian's: the Debian interpreter, not whatever python3 is first on
+# PATH (a pyenv one lacks them).
+find_program(RADIXKV_DEBIAN_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
+add_library(radixkv_test_process STATIC child_process.cpp)
+target_link_libraries(radixkv_test_process PUBLIC radixkv_options doctest::doctest)
+
+radixkv_add_test(test_events_integration SOURCES test_events_integration.cpp
+  LIBS radixkv_test_events radixkv_test_process nlohmann_json::nlohmann_json
+  LABELS integration)
+target_compile_definitions(test_events_integration PRIVATE
+  RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")

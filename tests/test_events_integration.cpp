@@ -1,0 +1,146 @@
+// KV events against independent Python code (Debian's python3-msgpack and python3-zmq): the encoder
+// byte for byte against msgpack packing vLLM's structs, and a subscriber written for the test that
+// joins late, fetches what it missed through the replay socket and rebuilds the page set.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "events/event_batcher.h"
+#include "events/event_codec.h"
+#include "events/zmq_publisher.h"
+#include "tests/child_process.h"
+#include "tests/event_script.h"
+
+using namespace radixkv;
+using namespace std::chrono_literals;
+using radixkv::testing::ChildProcess;
+
+namespace {
+
+const std::string kPython = RADIXKV_DEBIAN_PYTHON;
+const std::string kTests = RADIXKV_TESTS_DIR;
+
+template <typename T>
+nlohmann::json optional_json(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+nlohmann::json to_json(const events::EventBatch& batch) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const events::KvEvent& event : batch.events) {
+    if (const auto* s = std::get_if<events::BlockStored>(&event)) {
+      list.push_back({{"type", "BlockStored"},
+                      {"block_hashes", s->block_hashes},
+                      {"parent_block_hash", optional_json(s->parent_block_hash)},
+                      {"token_ids", s->token_ids},
+                      {"block_size", s->block_size},
+                      {"lora_id", optional_json(s->lora_id)},
+                      {"medium", optional_json(s->medium)},
+                      {"lora_name", optional_json(s->lora_name)}});
+    } else if (const auto* r = std::get_if<events::BlockRemoved>(&event)) {
+      list.push_back({{"type", "BlockRemoved"},
+                      {"block_hashes", r->block_hashes},
+                      {"medium", optional_json(r->medium)}});
+    } else {
+      list.push_back({{"type", "AllBlocksCleared"}});
+    }
+  }
+  return {{"ts", batch.ts},
+          {"events", std::move(list)},
+          {"data_parallel_rank", optional_json(batch.data_parallel_rank)}};
+}
+
+void append_framed(std::ofstream& out, const std::string& payload) {
+  const auto n = static_cast<uint32_t>(payload.size());
+  const char length[4] = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8), static_cast<char>(n)};
+  out.write(length, 4);
+  out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+}
+
+}  // namespace
+
+TEST_CASE("events: Python's msgpack packs vLLM's structs to the encoder's bytes, both encodings") {
+  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  std::mt19937_64 rng(23);
+  nlohmann::json described = nlohmann::json::array();
+  std::ofstream map_out(testing::scratch_path("map.bin"), std::ios::binary);
+  std::ofstream array_out(testing::scratch_path("array.bin"), std::ios::binary);
+  for (int i = 0; i < 300; ++i) {
+    const events::EventBatch batch = testing::random_event_batch(rng);
+    described.push_back(to_json(batch));
+    append_framed(map_out, events::encode_batch(batch, events::EventEncoding::kMap));
+    append_framed(array_out, events::encode_batch(batch, events::EventEncoding::kArray));
+  }
+  map_out.close();
+  array_out.close();
+  std::ofstream(testing::scratch_path("batches.json")) << described.dump();
+
+  ChildProcess oracle({kPython, kTests + "/kv_events_oracle.py",
+                       testing::scratch_path("batches.json"), testing::scratch_path("map.bin"),
+                       testing::scratch_path("array.bin")});
+  const std::optional<std::string> verdict = oracle.read_line(60s);
+  CHECK(oracle.wait(60s) == 0);
+  REQUIRE(verdict);
+  CHECK(*verdict == "ok: 300 batches, both encodings");
+}
+
+TEST_CASE("events: a late Python subscriber rebuilds the publisher's pages through replay") {
+  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  for (events::EventEncoding encoding :
+       {events::EventEncoding::kMap, events::EventEncoding::kArray}) {
+    CAPTURE(events::to_string(encoding));
+    // The whole stream first, so that the subscriber can be told how many batches to expect.
+    std::vector<events::EventBatch> stream;
+    events::EventBatcherOptions batcher_options;
+    batcher_options.page_tokens = 4;
+    events::EventBatcher batcher(batcher_options,
+                                 [&](events::EventBatch&& b) { stream.push_back(std::move(b)); });
+    testing::ScriptedCache cache({.seed = 31, .page_tokens = 4, .clears = true}, batcher);
+    for (int step = 0; step < 400; ++step) cache.step();
+
+    events::PublisherOptions options;
+    options.endpoint = "tcp://127.0.0.1:*";
+    options.replay_endpoint = "tcp://127.0.0.1:*";
+    options.topic = "kv@test";
+    options.encoding = encoding;
+    events::ZmqEventPublisher publisher(options);
+    const size_t early = stream.size() / 2;
+    for (size_t i = 0; i < early; ++i) publisher.publish(stream[i]);  // before it subscribes
+
+    const std::string out = testing::scratch_path("subscriber.json");
+    ChildProcess subscriber({kPython, kTests + "/kv_events_subscriber.py", "--pub",
+                             publisher.bound_endpoint(), "--replay",
+                             publisher.bound_replay_endpoint(), "--topic", "kv@test", "--batches",
+                             std::to_string(stream.size()), "--out", out, "--timeout", "60"});
+    REQUIRE(subscriber.read_line(60s) == "subscribed");
+    for (size_t i = early; i < stream.size(); ++i) {
+      publisher.publish(stream[i]);
+      std::this_thread::sleep_for(1ms);
+    }
+    const std::optional<std::string> done = subscriber.read_line(90s);
+    REQUIRE(subscriber.wait(30s) == 0);
+    REQUIRE(done);
+    MESSAGE(*done);
+    CHECK(done->starts_with("done: " + std::to_string(stream.size()) + " batches"));
+
+    std::set<testing::MediumBlock> rebuilt;
+    for (const auto& pair : nlohmann::json::parse(std::ifstream(out))) {
+      rebuilt.emplace(pair[0].get<std::string>(), pair[1].get<uint64_t>());
+    }
+    CHECK(rebuilt == cache.truth());
+    CHECK_FALSE(rebuilt.empty());
+    const auto clears = std::count_if(stream.begin(), stream.end(), [](const auto& batch) {
+      return std::any_of(batch.events.begin(), batch.events.end(), [](const auto& e) {
+        return std::holds_alternative<events::AllBlocksCleared>(e);
+      });
+    });
+    CHECK(clears > 0);  // the subscriber met every kind of event
+    CHECK(publisher.stats().replay_requests >= 1);
+    CHECK(publisher.stats().dropped == 0);
+  }
+}
