@@ -79,6 +79,11 @@ RouterService::RouterService(RouterOptions options)
                [&s](size_t w, std::string_view) { s.lose(w); }});
 
   s.server.set_payload_max_length(64u << 20);  // a 64 MiB body is a prompt of millions of tokens
+  // httplib's default adds SO_REUSEPORT, which would let a second router share a port in use.
+  s.server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   s.server.Post("/route",
                 [&s](const httplib::Request& q, httplib::Response& r) { s.handle_route(q, r); });
   s.server.Get("/index",

@@ -30,3 +30,16 @@ radixkv_add_test(test_events_integration SOURCES test_events_integration.cpp
   LABELS integration)
 target_compile_definitions(test_events_integration PRIVATE
   RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+
+# A scripted worker for the router's integration tests.
+add_executable(radixkv_event_script event_script_main.cpp)
+target_link_libraries(radixkv_event_script PRIVATE radixkv_test_events nlohmann_json::nlohmann_json
+  CLI11::CLI11)
+
+radixkv_add_test(test_router_integration SOURCES test_router_integration.cpp
+  LIBS radixkv_test_events radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json
+  LABELS integration)
+target_compile_definitions(test_router_integration PRIVATE
+  RADIXKV_ROUTER_BINARY="$<TARGET_FILE:radixkv-router>"
+  RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
+add_dependencies(test_router_integration radixkv-router radixkv_event_script)

@@ -1,0 +1,225 @@
+// The router as processes on loopback: two scripted workers publishing their KV events
+// (radixkv_event_script) and `radixkv-router` in front of them. Its index equals the union of the
+// workers' final pages, a router restarted mid-stream catches up through replay, a worker that
+// stops is dropped after the timeout, and /route sends a known prefix to the worker holding it.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/child_process.h"
+#include "tests/event_script.h"
+
+using namespace radixkv;
+using namespace std::chrono_literals;
+using radixkv::testing::ChildProcess;
+using radixkv::testing::MediumBlock;
+
+namespace {
+
+const std::string kRouter = RADIXKV_ROUTER_BINARY;
+const std::string kScript = RADIXKV_EVENT_SCRIPT_BINARY;
+
+struct WorkerProcess {
+  WorkerProcess(std::string worker_name, std::vector<std::string> args)
+      : name(std::move(worker_name)),
+        truth_file(testing::scratch_path(name + "-truth.json")),
+        process([&] {
+          std::vector<std::string> argv = {kScript, "--truth", truth_file};
+          argv.insert(argv.end(), args.begin(), args.end());
+          return argv;
+        }()) {
+    const std::optional<std::string> line = process.read_line_starting("endpoints ", 30s);
+    REQUIRE(line);
+    std::istringstream words(*line);
+    std::string word;
+    words >> word >> pub >> replay;
+  }
+  std::string flag() const { return fmt::format("{}={},{}", name, pub, replay); }
+  // Waits for "published N", then reads the pages it holds at the end.
+  std::set<MediumBlock> final_pages() {
+    REQUIRE(process.read_line_starting("published ", 60s));
+    std::set<MediumBlock> pages;
+    const nlohmann::json truth = nlohmann::json::parse(std::ifstream(truth_file));
+    for (const auto& pair : truth)
+      pages.emplace(pair[0].get<std::string>(), pair[1].get<uint64_t>());
+    return pages;
+  }
+
+  std::string name, truth_file, pub, replay;
+  ChildProcess process;
+};
+
+struct RouterProcess {
+  explicit RouterProcess(std::vector<std::string> args)
+      : process([&] {
+          std::vector<std::string> argv = {kRouter, "--listen", "127.0.0.1:0"};
+          argv.insert(argv.end(), args.begin(), args.end());
+          return argv;
+        }()) {
+    const std::optional<std::string> line = process.read_line(30s);
+    REQUIRE(line);
+    const size_t colon = line->rfind(':', line->find(" for "));
+    REQUIRE(colon != std::string::npos);
+    port = std::stoi(line->substr(colon + 1));
+    http = std::make_unique<httplib::Client>("127.0.0.1", port);
+    http->set_read_timeout(10, 0);
+  }
+  // Stops it with SIGTERM; it must say so and exit 0.
+  void terminate() {
+    process.signal(SIGTERM);
+    CHECK(process.read_line_starting("radixkv router: stopped", 20s));
+    CHECK(process.wait(20s) == 0);
+  }
+  std::set<MediumBlock> index_of(const std::string& worker) {
+    std::set<MediumBlock> out;
+    const auto res = http->Get(fmt::format("/index?worker={}", worker).c_str());
+    if (!res || res->status != 200) return out;
+    const nlohmann::json answer = nlohmann::json::parse(res->body);
+    for (const auto& block : answer["blocks"]) {
+      for (const auto& medium : block["mediums"]) {
+        out.emplace(medium.get<std::string>(), block["hash"].get<uint64_t>());
+      }
+    }
+    return out;
+  }
+  nlohmann::json get_json(const std::string& path) {
+    const auto res = http->Get(path.c_str());
+    REQUIRE(res);
+    return nlohmann::json::parse(res->body);
+  }
+  nlohmann::json route(const nlohmann::json& body) {
+    const auto res = http->Post("/route", body.dump(), "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    return nlohmann::json::parse(res->body);
+  }
+  double metric(const std::string& series) {
+    const auto res = http->Get("/metrics");
+    REQUIRE(res);
+    const size_t at = res->body.find(fmt::format("\n{} ", series));
+    return at == std::string::npos ? -1 : std::stod(res->body.substr(at + series.size() + 2));
+  }
+
+  ChildProcess process;
+  int port = 0;
+  std::unique_ptr<httplib::Client> http;
+};
+
+template <typename Pred>
+bool eventually(Pred done, std::chrono::milliseconds limit = 30s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+std::vector<TokenId> iota_tokens(TokenId base, size_t n) {
+  std::vector<TokenId> tokens(n);
+  for (size_t i = 0; i < n; ++i) tokens[i] = base + static_cast<TokenId>(i);
+  return tokens;
+}
+
+}  // namespace
+
+TEST_CASE("router: processes: the index is the union of two workers' pages, across a restart") {
+  // ~300 batches each, one every 5 ms: the router starts, is stopped and restarted mid-stream.
+  WorkerProcess w0("w0", {"--seed", "11", "--steps", "300", "--interval-ms", "5", "--encoding",
+                          "map", "--pin", "5000:4", "--linger-ms", "60000"});
+  WorkerProcess w1("w1", {"--seed", "12", "--steps", "300", "--interval-ms", "5", "--encoding",
+                          "array", "--pin", "7000:3", "--linger-ms", "60000"});
+  const std::vector<std::string> workers = {"--worker", w0.flag(), "--worker", w1.flag()};
+  {
+    RouterProcess first(workers);
+    REQUIRE(eventually([&] { return !first.index_of("w0").empty(); }));
+    first.terminate();
+  }
+  std::this_thread::sleep_for(200ms);  // batches go by with no router listening
+  RouterProcess router(workers);
+  const std::set<MediumBlock> pages0 = w0.final_pages(), pages1 = w1.final_pages();
+  CHECK(eventually([&] { return router.index_of("w0") == pages0; }));
+  CHECK(eventually([&] { return router.index_of("w1") == pages1; }));
+  CHECK(router.metric("radixkv_router_replay_requests_total{worker=\"w0\"}") >= 1);
+  CHECK(router.metric("radixkv_router_gaps_unfilled_total{worker=\"w0\"}") == 0);
+
+  nlohmann::json answer = router.route({{"tokens", iota_tokens(5000, 16)}, {"page_size", 4}});
+  CHECK(answer["worker"] == "w0");
+  CHECK(answer["candidates"][0]["overlap_blocks"] == 4);
+  answer = router.route({{"tokens", iota_tokens(7000, 14)}, {"page_size", 4}});
+  CHECK(answer["worker"] == "w1");
+  CHECK(answer["candidates"][1]["overlap_blocks"] == 3);
+  CHECK(answer["request_blocks"] == 3.5);
+  // Nobody holds it: the load decides.
+  answer = router.route(
+      {{"tokens", iota_tokens(900000, 8)},
+       {"page_size", 4},
+       {"candidates", {{{"worker", "w0"}, {"load", 9}}, {{"worker", "w1"}, {"load", 2}}}}});
+  CHECK(answer["worker"] == "w1");
+  CHECK(answer["outcome"] == "no_overlap");
+  CHECK(router.metric("radixkv_router_decisions_total{outcome=\"prefix_hit\"}") == 2);
+  router.terminate();
+}
+
+TEST_CASE("router: processes: a worker that stops is dropped after the timeout") {
+  WorkerProcess w0("w0", {"--seed", "21", "--steps", "50", "--pin", "5000:4", "--stay"});
+  WorkerProcess w1("w1", {"--seed", "22", "--steps", "50", "--pin", "7000:3", "--stay"});
+  const std::set<MediumBlock> pages0 = w0.final_pages(), pages1 = w1.final_pages();
+  RouterProcess router({"--worker", w0.flag(), "--worker", w1.flag(), "--worker-timeout", "0.5"});
+  REQUIRE(eventually([&] { return router.index_of("w1") == pages1; }));
+  REQUIRE(eventually([&] { return router.index_of("w0") == pages0; }));
+
+  w1.process.signal(SIGKILL);
+  REQUIRE(w1.process.wait(10s));
+  CHECK(eventually([&] { return router.get_json("/healthz")["workers"][1]["state"] == "down"; },
+                   10s));
+  CHECK(router.index_of("w1").empty());
+  CHECK(router.index_of("w0") == pages0);
+  CHECK(router.metric("radixkv_router_worker_down_total{worker=\"w1\"}") == 1);
+  CHECK(router.metric("radixkv_router_worker_up{worker=\"w1\"}") == 0);
+  // Without candidates only the workers that are up are considered: w1's prefix goes to w0.
+  const nlohmann::json answer = router.route({{"tokens", iota_tokens(7000, 12)}, {"page_size", 4}});
+  CHECK(answer["worker"] == "w0");
+  CHECK(answer["candidates"].size() == 1);
+  router.terminate();
+}
+
+TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--worker", "w0"}, "--worker w0: expected NAME=PUB_ENDPOINT,REPLAY_ENDPOINT"},
+      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--listen", "127.0.0.1:70000"},
+       "--listen 127.0.0.1:70000: expected HOST:PORT"},
+      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--worker-timeout", "0"},
+       "--worker-timeout: expected seconds in [0.01, 86400]"},
+      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--worker",
+        "w0=tcp://127.0.0.1:3,tcp://127.0.0.1:4"},
+       "--worker: the name w0 is given twice"},
+      {{"--worker", "w0=nonsense,tcp://127.0.0.1:2"}, "worker w0: event endpoint nonsense"},
+  };
+  for (const auto& [args, names] : cases) {
+    CAPTURE(names);
+    // stderr to stdout, so that the test reads the message.
+    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRouter};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess router(argv);
+    const std::optional<std::string> line = router.read_line(10s);
+    CHECK(router.wait(10s) == 2);
+    REQUIRE(line);
+    CHECK_MESSAGE(line->find(names) != std::string::npos, *line);
+  }
+  // A port in use.
+  RouterProcess running({"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2"});
+  ChildProcess second({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRouter, "--worker",
+                       "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--listen",
+                       fmt::format("127.0.0.1:{}", running.port)});
+  const std::optional<std::string> line = second.read_line(10s);
+  CHECK(second.wait(10s) == 2);
+  REQUIRE(line);
+  CHECK(line->find("--listen: cannot listen on 127.0.0.1:") != std::string::npos);
+  running.terminate();
+}
