@@ -8,7 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake make libboost-dev libmimalloc-dev libfmt-dev doctest-dev libbenchmark-dev
-          libxxhash-dev)
+          libxxhash-dev
+          # KV events and the router (events/, router/), and the Python their tests talk to
+          pkg-config libmsgpack-cxx-dev libzmq3-dev cppzmq-dev libcpp-httplib-dev
+          nlohmann-json3-dev libcli11-dev python3-zmq python3-msgpack)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
