@@ -1,7 +1,6 @@
 // ChainHash: the chained 128-bit page hash that names a cached page, and the 64-bit block hash KV
-// events carry. A stand-in with the definition of the lead's design note (docs/design.md, "One
-// chained page hash") until radix/page_hash.h lands; both compute the same values, and this file
-// goes away when it does.
+// events carry (docs/cluster.md, "Block hashes"). A stand-in, with the same definition, for the
+// radix/page_hash.h that the tiers bring; this file goes away when they land.
 //
 //   seed(ns)      = XXH3_128("radixkv-page-hash-v1" (its 20 bytes) || ns as 8 bytes little-endian)
 //   h(first page) = XXH3_128(seed(ns) || the page's tokens)

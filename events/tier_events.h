@@ -1,7 +1,7 @@
 // TierEvents: what a radix tree with tiers tells an observer about every change of a page's tiers,
-// in the order it applies them (docs/design.md, "Tier events"). A local mirror of the interface
-// radix/tier_events.h will declare, so that the KV events build against it before the tiers land;
-// when they do, EventBatcher implements that one and this file goes away.
+// in the order it applies them. A local mirror of the interface radix/tier_events.h declares with
+// the tiers, so that the KV events build against it before the tiers land; when they do,
+// EventBatcher implements that one and this file goes away.
 //
 //   stored(tier, ns, parent, hashes, tokens)  pages entered `tier`: `hashes` name consecutive pages
 //       of one path, `parent` the page before the first (none at a namespace root), `tokens` are
