@@ -17,24 +17,17 @@
 #include "router/event_feed.h"
 #include "router/router_service.h"
 #include "tests/event_script.h"
+#include "tests/router_test_client.h"
 #include "tests/zmq_test_client.h"
 
 using namespace radixkv;
 using namespace radixkv::router;
 using namespace std::chrono_literals;
+using radixkv::testing::eventually;
+using radixkv::testing::router_index;
+using radixkv::testing::router_metric;
 
 namespace {
-
-// Waits up to `limit` for `done()` to hold, checking every 10 ms.
-template <typename Pred>
-bool eventually(Pred done, std::chrono::milliseconds limit = 10s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 std::string payload(uint64_t n) {
   return events::encode_batch({static_cast<double>(n), {}, 0}, events::EventEncoding::kMap);
@@ -142,19 +135,33 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
   return a;
 }
 
+// A feed over a scripted publisher that already buffers batches 0 .. buffered-1, started and
+// caught up with them.
+struct FeedRig {
+  FeedRig(uint64_t buffered, FeedOptions options, std::optional<uint64_t> serve_up_to = {}) {
+    for (uint64_t n = 0; n < buffered; ++n) publisher.buffer(n, payload(n));
+    if (serve_up_to) publisher.serve_up_to(*serve_up_to);
+    feed = std::make_unique<EventFeed>(std::vector{publisher.endpoints("w")}, options, log.sink());
+    feed->start();
+    const uint64_t caught_up = std::min(buffered, serve_up_to.value_or(buffered - 1) + 1);
+    REQUIRE(eventually([&] { return log.snapshot().size() == caught_up; }));
+    CHECK(log.snapshot() == batches(0, caught_up));
+    CHECK(feed->status()[0].state == WorkerState::kUp);
+  }
+
+  ScriptedPublisher publisher;
+  SinkLog log;
+  std::unique_ptr<EventFeed> feed;
+};
+
 }  // namespace
 
 TEST_CASE("router: the feed applies every batch once, in order, repairing what it can") {
-  ScriptedPublisher publisher;
-  for (uint64_t n = 0; n < 10; ++n) publisher.buffer(n, payload(n));
-  SinkLog log;
-  EventFeed feed({publisher.endpoints("w")}, {"", 400ms, 100ms}, log.sink());
-  feed.start();
-
   // Started after the worker: it catches up through replay from 0.
-  REQUIRE(eventually([&] { return log.snapshot().size() == 10; }));
-  CHECK(log.snapshot() == batches(0, 10));
-  CHECK(feed.status()[0].state == WorkerState::kUp);
+  FeedRig rig(10, {"", 400ms, 100ms});
+  ScriptedPublisher& publisher = rig.publisher;
+  SinkLog& log = rig.log;
+  EventFeed& feed = *rig.feed;
 
   // The live stream; a batch missed on PUB is fetched through replay, duplicates are dropped.
   for (uint64_t n = 10; n < 15; ++n) publisher.buffer(n, payload(n));
@@ -191,13 +198,10 @@ TEST_CASE("router: the feed applies every batch once, in order, repairing what i
 }
 
 TEST_CASE("router: a batch published after a replay's snapshot is fetched again, not lost") {
-  ScriptedPublisher publisher;
-  for (uint64_t n = 0; n < 5; ++n) publisher.buffer(n, payload(n));
-  publisher.serve_up_to(2);
-  SinkLog log;
-  EventFeed feed({publisher.endpoints("w")}, {"", 2s, 1s}, log.sink());
-  feed.start();
-  REQUIRE(eventually([&] { return log.snapshot().size() == 3; }));
+  FeedRig rig(5, {"", 2s, 1s}, 2);
+  ScriptedPublisher& publisher = rig.publisher;
+  SinkLog& log = rig.log;
+  EventFeed& feed = *rig.feed;
   // 3 went out on PUB before the subscription was through; 4 arrives. The replay for 3 ends
   // without it (its snapshot predates 3): a hole, not a loss. The feed asks again.
   publisher.send(4);
@@ -212,12 +216,10 @@ TEST_CASE("router: a batch published after a replay's snapshot is fetched again,
 }
 
 TEST_CASE("router: a silent worker is dropped after the timeout and relearned when it answers") {
-  ScriptedPublisher publisher;
-  for (uint64_t n = 0; n < 3; ++n) publisher.buffer(n, payload(n));
-  SinkLog log;
-  EventFeed feed({publisher.endpoints("w")}, {"", 300ms, 50ms}, log.sink());
-  feed.start();
-  REQUIRE(eventually([&] { return log.snapshot().size() == 3; }));
+  FeedRig rig(3, {"", 300ms, 50ms});
+  ScriptedPublisher& publisher = rig.publisher;
+  SinkLog& log = rig.log;
+  EventFeed& feed = *rig.feed;
 
   // Idle but answering: probes keep it up.
   const int before = publisher.requests();
@@ -278,31 +280,11 @@ struct Worker {
   radixkv::testing::ScriptedCache cache;
 };
 
-std::set<radixkv::testing::MediumBlock> index_of(httplib::Client& http, const std::string& w) {
-  std::set<radixkv::testing::MediumBlock> out;
-  const auto res = http.Get(fmt::format("/index?worker={}", w).c_str());
-  if (!res || res->status != 200) return out;
-  const nlohmann::json answer = nlohmann::json::parse(res->body);
-  for (const auto& block : answer["blocks"]) {
-    for (const auto& medium : block["mediums"]) {
-      out.emplace(medium.get<std::string>(), block["hash"].get<uint64_t>());
-    }
-  }
-  return out;
-}
-
 nlohmann::json route(httplib::Client& http, const nlohmann::json& body, int expect = 200) {
   const auto res = http.Post("/route", body.dump(), "application/json");
   REQUIRE(res);
   CHECK(res->status == expect);
   return nlohmann::json::parse(res->body);
-}
-
-// The value of one metric line ("name{labels} value") in a Prometheus exposition, or -1.
-double metric(const std::string& text, const std::string& series) {
-  const size_t at = text.find(fmt::format("\n{} ", series));
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
 }
 
 }  // namespace
@@ -331,8 +313,8 @@ TEST_CASE("router: the service in-process: the union of two workers' pages, and 
     w0.cache.step();
     w1.cache.step();
   }
-  CHECK(eventually([&] { return index_of(http, "w0") == w0.cache.truth(); }));
-  CHECK(eventually([&] { return index_of(http, "w1") == w1.cache.truth(); }));
+  CHECK(eventually([&] { return router_index(http, "w0") == w0.cache.truth(); }));
+  CHECK(eventually([&] { return router_index(http, "w1") == w1.cache.truth(); }));
 
   std::vector<TokenId> request = own0;
   request.insert(request.end(), {1, 2, 3});  // and a partial page
@@ -363,17 +345,16 @@ TEST_CASE("router: the service in-process: the union of two workers' pages, and 
   CHECK(refused["error"] == "page_size: required with \"tokens\"");
   CHECK(http.Get("/index?worker=w7")->status == 404);
 
-  const std::string text = http.Get("/metrics")->body;
-  CHECK(metric(text, "radixkv_router_decisions_total{outcome=\"prefix_hit\"}") == 4);
-  CHECK(metric(text, "radixkv_router_bad_requests_total") == 1);
-  CHECK(metric(text, "radixkv_router_worker_up{worker=\"w1\"}") == 1);
+  CHECK(router_metric(http, "radixkv_router_decisions_total{outcome=\"prefix_hit\"}") == 4);
+  CHECK(router_metric(http, "radixkv_router_bad_requests_total") == 1);
+  CHECK(router_metric(http, "radixkv_router_worker_up{worker=\"w1\"}") == 1);
   std::set<uint64_t> blocks;  // each counted once, whatever its mediums
   for (const auto& [medium, hash] : w0.cache.truth()) blocks.insert(hash);
-  CHECK(metric(text, "radixkv_router_index_pages{worker=\"w0\"}") ==
+  CHECK(router_metric(http, "radixkv_router_index_pages{worker=\"w0\"}") ==
         static_cast<double>(blocks.size()));
-  CHECK(metric(text, "radixkv_router_events_applied_total{worker=\"w0\",type=\"BlockStored\"}") >
-        0);
-  CHECK(metric(text, "radixkv_router_replay_requests_total{worker=\"w1\"}") >= 1);
+  CHECK(router_metric(
+            http, "radixkv_router_events_applied_total{worker=\"w0\",type=\"BlockStored\"}") > 0);
+  CHECK(router_metric(http, "radixkv_router_replay_requests_total{worker=\"w1\"}") >= 1);
   const nlohmann::json health = nlohmann::json::parse(http.Get("/healthz")->body);
   CHECK(health["status"] == "ok");
   CHECK(health["workers"][0]["state"] == "up");

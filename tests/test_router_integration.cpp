@@ -13,10 +13,12 @@
 
 #include "tests/child_process.h"
 #include "tests/event_script.h"
+#include "tests/router_test_client.h"
 
 using namespace radixkv;
 using namespace std::chrono_literals;
 using radixkv::testing::ChildProcess;
+using radixkv::testing::eventually;
 using radixkv::testing::MediumBlock;
 
 namespace {
@@ -76,16 +78,7 @@ struct RouterProcess {
     CHECK(process.wait(20s) == 0);
   }
   std::set<MediumBlock> index_of(const std::string& worker) {
-    std::set<MediumBlock> out;
-    const auto res = http->Get(fmt::format("/index?worker={}", worker).c_str());
-    if (!res || res->status != 200) return out;
-    const nlohmann::json answer = nlohmann::json::parse(res->body);
-    for (const auto& block : answer["blocks"]) {
-      for (const auto& medium : block["mediums"]) {
-        out.emplace(medium.get<std::string>(), block["hash"].get<uint64_t>());
-      }
-    }
-    return out;
+    return testing::router_index(*http, worker);
   }
   nlohmann::json get_json(const std::string& path) {
     const auto res = http->Get(path.c_str());
@@ -98,27 +91,12 @@ struct RouterProcess {
     CHECK(res->status == 200);
     return nlohmann::json::parse(res->body);
   }
-  double metric(const std::string& series) {
-    const auto res = http->Get("/metrics");
-    REQUIRE(res);
-    const size_t at = res->body.find(fmt::format("\n{} ", series));
-    return at == std::string::npos ? -1 : std::stod(res->body.substr(at + series.size() + 2));
-  }
+  double metric(const std::string& series) { return testing::router_metric(*http, series); }
 
   ChildProcess process;
   int port = 0;
   std::unique_ptr<httplib::Client> http;
 };
-
-template <typename Pred>
-bool eventually(Pred done, std::chrono::milliseconds limit = 30s) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
 
 std::vector<TokenId> iota_tokens(TokenId base, size_t n) {
   std::vector<TokenId> tokens(n);
