@@ -232,9 +232,10 @@ void EventFeed::Impl::check_timers(Worker& w, Clock::time_point now) {
     if (now - std::max(w.replay_sent, w.replay_heard) < options.timeout) return;
     // Silent past the timeout: forget what it held, and ask again from 0 until it answers.
     if (w.state.load() != WorkerState::kDown) {
-      w.state.store(WorkerState::kDown);
+      // Counted and cleared before it shows as down, so that whoever sees "down" sees the rest.
       w.times_down.fetch_add(1);
       lost(w, "silent for " + std::to_string(options.timeout.count()) + " ms");
+      w.state.store(WorkerState::kDown);
     }
     w.next_seq = 0;
     w.published_next.store(0);
