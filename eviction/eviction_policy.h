@@ -42,7 +42,7 @@ class EvictionPolicy {
 //   slru:protected=FRACTION        share of linked entries the protected segment may hold [0.8]
 //   gdsf:depth_pages=PAGES         depth at which attention doubles a page's prefill cost [1024]
 //   reuse:limit=FRACTION,prior=PAGES  how much longer or shorter than LRU a class may keep its
-//                                  pages, as a fraction of the recent victims' age [0.5] (0:
+//                                  pages, as a fraction of the recent victims' age [inf] (0:
 //                                  LRU); pseudo-reuses that start each class at the average [16]
 // Throws std::invalid_argument naming the spec and what is wrong: an unknown name (listing the
 // known ones), an unknown parameter, a value that is not a number or is out of range.

@@ -10,9 +10,8 @@
 namespace radixkv {
 
 ReusePolicy::ReusePolicy(double limit, double prior) : limit_(limit), prior_(prior) {
-  if (!(limit >= 0.0 && std::isfinite(limit))) {
-    throw std::invalid_argument(
-        fmt::format("reuse policy: limit {} must be finite and at least 0", limit));
+  if (!(limit >= 0.0)) {
+    throw std::invalid_argument(fmt::format("reuse policy: limit {} must be at least 0", limit));
   }
   if (!(prior > 0.0 && std::isfinite(prior))) {
     throw std::invalid_argument(
@@ -35,10 +34,17 @@ double ReusePolicy::rate(uint8_t cls) const {
   return (reuses_[cls] + prior_) / (exposure_[cls] + prior_ / overall);
 }
 
+// 1 - exp(-x), accurate for small x too: a rarely reused class keeps a ratio, not 0 / 0.
+double ReusePolicy::reuse_chance(uint8_t cls) const {
+  if (overall_rate() <= 0.0 || tau() <= 0.0) return 0.0;
+  return -std::expm1(-rate(cls) * tau());
+}
+
 double ReusePolicy::offset(uint8_t cls) const {
   const double overall = overall_rate();
   if (overall <= 0.0 || tau() <= 0.0) return 0.0;
-  return tau() * std::clamp(std::log(rate(cls) / overall), -limit_, limit_);
+  const double average = -std::expm1(-overall * tau());
+  return tau() * std::clamp(std::log(reuse_chance(cls) / average), -limit_, limit_);
 }
 
 void ReusePolicy::set_key(EvictionEntry& entry) const {

@@ -1,22 +1,28 @@
-// ReusePolicy: evicts the page least likely to be reused soon, by a reuse rate that it learns
-// online for each class of request and that decays with the time since the page's last use.
+// ReusePolicy: evicts the page least likely to be reused within the cache's horizon, by a reuse
+// rate that it learns online for each class of request.
 //
 // The model (after the ATC'25 study of a cloud provider's KV cache, "KVCache Cache in the Wild":
 // reuse is predictable per request category and its probability decays roughly exponentially
-// with the time since the last use). A page whose latest access came from a request of class c,
-// `age` seconds ago, is reused at the rate
-//     rate_c * exp(-age / tau).
-// Evicting the lowest such value is evicting the lowest key
-//     score = last_access_s + tau * ln(rate_c / rate_all),
-// which does not change while the entry sits in the set: within a class the order is LRU, and a
-// class reused twice as often as the average stays tau * ln 2 seconds longer than LRU keeps it.
-// One decay time for every class is the model's weak point: a class reused at a high rate soon
-// after its last use and rarely afterwards (agent steps, seconds apart) and one reused at a lower
-// but lasting rate (chat turns, minutes apart) get the same shape, and a large shift can then
-// evict the second before its next turn. So the shift is trusted only within +-limit * tau:
-//     score = last_access_s + tau * clamp(ln(rate_c / rate_all), -limit, limit).
-// With limit 0.5 no workload tried lost more than half a point of hit rate to LRU, and Mooncake
-// kept most of its gain (docs/policies.md).
+// with the time since the last use). Pages of class c are reused at rate rate_c. What keeping a
+// page is worth is the chance that it is reused before the cache would evict it anyway, within
+// its horizon tau:
+//     p_c = 1 - exp(-rate_c * tau),
+// and that chance fades with the time since the page's last use: a page of class c last used
+// `age` seconds ago is worth p_c * exp(-age / tau). Evicting the lowest such value is evicting
+// the lowest key
+//     score = last_access_s + tau * clamp(ln(p_c / p_all), -limit, limit),
+// which does not change while the entry sits in the set (p_all: the same for the rate over every
+// class). Within a class the order is LRU; a class whose pages are rarely reused within the
+// horizon goes first, one that is reused within it stays longer.
+//
+// Why the probability and not the rate: two classes whose pages are both reused within the
+// horizon are worth keeping alike, however different their rates. Agent steps seconds apart and
+// chat turns minutes apart, in a cache whose horizon is longer than both, have p near 1 and keep
+// LRU's order; ranked by rate, the chat pages would be evicted before their next turn (on the
+// generated mix of chats and agent loops that cost up to 2 points of hit rate against LRU, which
+// is why the first version of this policy clamped its shift to +-0.5 tau). Where a class is
+// rarely reused at all (the long answers of the Mooncake sample: 1 page in 15), p_c is far below
+// the average and its pages go first, almost as if they were not admitted.
 //
 //   class    the bit width of the answer length of the latest access (EvictionEntry::
 //            output_tokens, from AccessHint::output_tokens; 0 = not known), and whether the entry
@@ -36,7 +42,9 @@
 //                rate_c = (reuses_c + prior) / (exposure_c + prior / rate_all).
 //   tau      the age of recent victims (a moving average over about 1,024 evicted pages): the
 //            cache's own time scale, so neither the clock's unit nor the trace's rate enters, and
-//            the defaults serve every workload. limit = 0 makes the policy plain LRU on the
+//            the defaults serve every workload.
+//   limit    how far (in units of tau) a class may move from where LRU puts it; infinite by
+//            default, since p_c saturates where rates would not. limit = 0 is plain LRU on the
 //            caller's clock.
 //
 // Clock: the caller's (AccessHint::now, kept by the owner as EvictionEntry::last_access_s).
@@ -58,6 +66,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 
 #include "eviction/ordered_policy.h"
 
@@ -69,13 +78,13 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   // continuation.
   static constexpr int kAnswerClasses = 18;
   static constexpr int kClasses = 2 * kAnswerClasses;
-  static constexpr double kDefaultLimit = 0.5;
+  static constexpr double kDefaultLimit = std::numeric_limits<double>::infinity();
   static constexpr double kDefaultPrior = 16.0;
   static constexpr double kVictimAgeWindow = 1024.0;  // pages, for the moving average of tau
 
   ReusePolicy() : ReusePolicy(kDefaultLimit, kDefaultPrior) {}
-  // limit >= 0 and finite (0: plain LRU on the caller's clock); prior > 0 and finite. Throws
-  // std::invalid_argument otherwise.
+  // limit >= 0, infinity allowed (0: plain LRU on the caller's clock); prior > 0 and finite.
+  // Throws std::invalid_argument otherwise.
   ReusePolicy(double limit, double prior);
   std::string_view name() const override { return "reuse"; }
   void add(EvictionEntry& entry) override;
@@ -86,10 +95,12 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   // continuation (prefix_pages > 0).
   static uint8_t class_of(const EvictionEntry& entry);
   // The current estimates: rate_c and rate_all in reuses per page-second (0 before any
-  // exposure), tau in seconds (0 before the first victim).
+  // exposure), tau in seconds (0 before the first victim), and p_c, the chance that a page of the
+  // class is reused within tau (0 while rate_all or tau is 0).
   double rate(uint8_t cls) const;
   double overall_rate() const;
   double tau() const { return victim_age_; }
+  double reuse_chance(uint8_t cls) const;
 
  private:
   double offset(uint8_t cls) const;

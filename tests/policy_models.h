@@ -312,14 +312,15 @@ class SieveModel final : public PolicyModel {
 };
 
 // reuse: lowest (score, rank) first, both as of the last (re-)link: rank = last access, score =
-// last_access_s + tau * clamp(ln(rate_c / rate_all), -limit, limit) with the estimates of that
-// moment. The class c of an entry: the bit width of its answer length (capped at 17), plus 18 below
-// the root's children. An access at a later time than the entry's previous one adds `pages`
-// reuses and pages * (time between) of exposure to the class of that previous access; each victim
-// adds (latest now - its last_access_s) of exposure to its class and moves tau, the victims' age:
-// the first sets it, each later one moves it 1/1024 of the way. rate_c = (reuses_c + 16) /
-// (exposure_c + 16 / rate_all), rate_all = all reuses / all exposure; no shift while rate_all or
-// tau is 0.
+// last_access_s + tau * clamp(ln(p_c / p_all), -limit, limit) with the estimates of that moment,
+// where p = 1 - exp(-rate * tau) (computed as -expm1(-rate * tau)) for the class's rate and for
+// the rate over every class. The class c of an entry: the bit width of its answer length (capped
+// at 17), plus 18 below the root's children. An access at a later time than the entry's previous
+// one adds `pages` reuses and pages * (time between) of exposure to the class of that previous
+// access; each victim adds (latest now - its last_access_s) of exposure to its class and moves
+// tau, the victims' age: the first sets it, each later one moves it 1/1024 of the way. rate_c =
+// (reuses_c + 16) / (exposure_c + 16 / rate_all), rate_all = all reuses / all exposure; no shift
+// while rate_all or tau is 0.
 class ReuseModel final : public PolicyModel {
  public:
   explicit ReuseModel(double limit) : limit_(limit) {}
@@ -372,7 +373,9 @@ class ReuseModel final : public PolicyModel {
     const double all = all_exposure_ > 0.0 ? all_reuses_ / all_exposure_ : 0.0;
     if (all <= 0.0 || tau_ <= 0.0) return 0.0;
     const double rate = (reuses_[cls] + 16.0) / (exposure_[cls] + 16.0 / all);
-    return tau_ * std::clamp(std::log(rate / all), -limit_, limit_);
+    const double p_class = -std::expm1(-rate * tau_);
+    const double p_all = -std::expm1(-all * tau_);
+    return tau_ * std::clamp(std::log(p_class / p_all), -limit_, limit_);
   }
 
   double limit_;
@@ -416,7 +419,7 @@ inline std::unique_ptr<PolicyModel> make_policy_model(std::string_view spec) {
   if (name == "gdsf") return std::make_unique<GdsfModel>(parameter("depth_pages", 1024.0));
   if (name == "priority") return std::make_unique<PriorityModel>(parameter("retention", forever));
   if (name == "slru") return std::make_unique<SlruModel>(parameter("protected", 0.8));
-  if (name == "reuse") return std::make_unique<ReuseModel>(parameter("limit", 0.5));
+  if (name == "reuse") return std::make_unique<ReuseModel>(parameter("limit", forever));
   throw std::invalid_argument("policy model: no reference model for policy '" + std::string(spec) +
                               "' (tests/policy_models.h): write one before testing the policy");
 }

@@ -114,23 +114,29 @@ TEST_CASE("reuse: limit=0 is LRU on the caller's clock, even once classes differ
   evict(o, fresh);
 }
 
-TEST_CASE("reuse: a class reused less than average goes first, one reused more stays longer") {
-  // limit 1: every number below is worked out from the formulas in the header.
-  FakeOwner o(std::make_unique<ReusePolicy>(1.0, 1.0));
+TEST_CASE("reuse: a class rarely reused within the horizon goes first, a likely one stays longer") {
+  // Unclamped: every number below is worked out from the formulas in the header.
+  FakeOwner o(std::make_unique<ReusePolicy>(ReusePolicy::kDefaultLimit, 1.0));
   EvictionEntry& a = reuse_one_evict_one(o);
   CHECK(reuse(o).overall_rate() == doctest::Approx(1.0 / 20.0));  // 1 reuse / 20 page-seconds
   CHECK(reuse(o).rate(4) == doctest::Approx((1.0 + 1.0) / (10.0 + 1.0 / 0.05)));   // 2/30
   CHECK(reuse(o).rate(10) == doctest::Approx((0.0 + 1.0) / (10.0 + 1.0 / 0.05)));  // 1/30
   CHECK(reuse(o).rate(7) == doctest::Approx(0.05));  // no data: the average
+  // The chance of a reuse within tau = 10 s: 1 - exp(-rate * 10).
+  const double p_all = 1.0 - std::exp(-0.5);          // 0.393
+  const double p_short = 1.0 - std::exp(-2.0 / 3.0);  // 0.487
+  const double p_long = 1.0 - std::exp(-1.0 / 3.0);   // 0.283
+  CHECK(reuse(o).reuse_chance(4) == doctest::Approx(p_short));
+  CHECK(reuse(o).reuse_chance(10) == doctest::Approx(p_long));
 
-  // Two new leaves at t = 12: key = 12 + tau * ln(rate_c / rate_all).
+  // Two new leaves at t = 12: key = 12 + tau * ln(p_c / p_all).
   o.now = 12;
   o.output_tokens = 1000;
   EvictionEntry& long_answer = o.create();
   o.output_tokens = 10;
   EvictionEntry& short_answer = o.create();
-  CHECK(long_answer.score == doctest::Approx(12.0 + 10.0 * std::log(2.0 / 3.0)));   // 7.95
-  CHECK(short_answer.score == doctest::Approx(12.0 + 10.0 * std::log(4.0 / 3.0)));  // 14.88
+  CHECK(long_answer.score == doctest::Approx(12.0 + 10.0 * std::log(p_long / p_all)));    // 8.72
+  CHECK(short_answer.score == doctest::Approx(12.0 + 10.0 * std::log(p_short / p_all)));  // 14.12
   // The long-answer leaf, though newer than a (10), goes before it.
   evict(o, long_answer);
   evict(o, a);
@@ -138,19 +144,74 @@ TEST_CASE("reuse: a class reused less than average goes first, one reused more s
 }
 
 TEST_CASE("reuse: a class moves at most limit * tau away from where LRU puts it") {
-  // As above with limit 0.25: ln(2/3) = -0.41 and ln(4/3) = 0.29 are cut to -0.25 and 0.25.
-  FakeOwner o(std::make_unique<ReusePolicy>(0.25, 1.0));
+  // As above with limit 0.1: ln(p_long / p_all) = -0.33 and ln(p_short / p_all) = 0.21 are cut
+  // to -0.1 and 0.1, so the long-answer leaf no longer overtakes a.
+  FakeOwner o(std::make_unique<ReusePolicy>(0.1, 1.0));
   EvictionEntry& a = reuse_one_evict_one(o);
   o.now = 12;
   o.output_tokens = 1000;
   EvictionEntry& long_answer = o.create();
   o.output_tokens = 10;
   EvictionEntry& short_answer = o.create();
-  CHECK(long_answer.score == doctest::Approx(12.0 - 2.5));
-  CHECK(short_answer.score == doctest::Approx(12.0 + 2.5));
-  evict(o, long_answer);
+  CHECK(long_answer.score == doctest::Approx(12.0 - 1.0));
+  CHECK(short_answer.score == doctest::Approx(12.0 + 1.0));
   evict(o, a);
+  evict(o, long_answer);
   evict(o, short_answer);
+}
+
+TEST_CASE(
+    "reuse: classes both reused well within the horizon keep LRU's order, whatever their rates") {
+  // Agent-like pages reused every second, chat-like ones every 10 s, in a cache whose victims are
+  // 100 s old: both are all but sure to be reused within tau, so their shifts nearly agree (3.83
+  // and 3.58 s). Ranked by rate (ln(rate_c / rate_all): 103.5 and 59.4 s) the chat-like leaf C
+  // would go before A though 20 s newer.
+  FakeOwner o(std::make_unique<ReusePolicy>(ReusePolicy::kDefaultLimit, 1.0));
+  o.output_tokens = 10;  // class 4
+  EvictionEntry& a = o.create();
+  o.output_tokens = 1000;  // class 10
+  EvictionEntry& c = o.create();
+  o.output_tokens = 100;  // class 7
+  EvictionEntry& x = o.create();
+  o.output_tokens = 10;
+  for (double t : {1.0, 2.0}) {
+    o.now = t;
+    o.touch(a);  // class 4: 2 reuses over 2 page-seconds
+  }
+  o.output_tokens = 1000;
+  for (double t : {10.0, 20.0}) {
+    o.now = t;
+    o.touch(c);  // class 10: 2 reuses over 20 page-seconds
+  }
+  o.now = 100;
+  o.output_tokens = 100;
+  EvictionEntry& probe = o.create();  // the clock reaches 100 s; tau is still 0: key 100
+  evict(o, x);                        // 100 s old: tau = 100, class 7 gains 100 page-seconds
+  REQUIRE(reuse(o).tau() == 100.0);
+  const double all = 4.0 / 122.0;
+  const double rate_a = (2.0 + 1.0) / (2.0 + 1.0 / all);
+  const double rate_c = (2.0 + 1.0) / (20.0 + 1.0 / all);
+  CHECK(reuse(o).rate(4) == doctest::Approx(rate_a));
+  CHECK(reuse(o).rate(10) == doctest::Approx(rate_c));
+  const auto chance = [](double rate) { return 1.0 - std::exp(-rate * 100.0); };
+  CHECK(reuse(o).reuse_chance(4) > 0.9998);
+  CHECK(reuse(o).reuse_chance(10) > 0.997);
+
+  o.now = 110;
+  o.output_tokens = 10;
+  EvictionEntry& A = o.create();
+  o.now = 130;
+  o.output_tokens = 1000;
+  EvictionEntry& C = o.create();
+  CHECK(A.score == doctest::Approx(110.0 + 100.0 * std::log(chance(rate_a) / chance(all))));
+  CHECK(C.score == doctest::Approx(130.0 + 100.0 * std::log(chance(rate_c) / chance(all))));
+  CHECK(A.score == doctest::Approx(113.83).epsilon(1e-4));
+  CHECK(C.score == doctest::Approx(133.58).epsilon(1e-4));
+  evict(o, a);  // keyed at 2 s and 20 s before tau was known
+  evict(o, c);
+  evict(o, probe);
+  evict(o, A);
+  evict(o, C);
 }
 
 TEST_CASE("reuse: an access at the same instant as the previous one is no reuse") {

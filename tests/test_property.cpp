@@ -25,12 +25,12 @@ struct SeededSource {
 };
 
 // Every policy with its defaults, then parameters that make the rules bite in small caches: a
-// retention that runs out within a few dozen accesses, a protected segment half as large, and
-// depth that weighs as much as hits.
+// retention that runs out within a few dozen accesses, a protected segment half as large, depth
+// that weighs as much as hits, and a reuse shift cut to a quarter of the victims' age.
 std::vector<std::string_view> policy_specs() {
   std::vector<std::string_view> specs = policy_names();
   for (std::string_view spec :
-       {"priority:retention=5", "slru:protected=0.5", "gdsf:depth_pages=4"}) {
+       {"priority:retention=5", "slru:protected=0.5", "gdsf:depth_pages=4", "reuse:limit=0.25"}) {
     specs.push_back(spec);
   }
   return specs;
