@@ -18,7 +18,10 @@ Then it prints, at one capacity:
      and the page's use number, and by depth;
   4. the victims: how many of LRU's and Belady's evictions are of pages never used again;
   5. what knowledge is worth: eviction orders that know part of the future, and LRU and Belady
-     on the same requests in random order (no temporal locality left).
+     on the same requests in random order (no temporal locality left);
+  6. what history could tell: orders that rank pages by how often page uses with the same
+     features (answer length, use number, previous gap) were used again within 128 s, fitted to
+     the trace itself, and one that knows each page's rate of use over its life.
 Standard library only. Usage: scripts/reuse-gap.py TRACE [--capacity TOKENS] [--seed N]
 """
 import argparse
@@ -64,10 +67,17 @@ class Trace:
             for j, h in enumerate(self.pages[i]):
                 self.next[i][j] = following.get(h, NEVER)
                 following[h] = i
+        self.previous_gap = [[NEVER] * len(p) for p in self.pages]
+        self.first_use, last = {}, {}
         for i, p in enumerate(self.pages):
             for j, h in enumerate(p):
                 count[h] += 1
                 self.use_number[i][j] = count[h]
+                if h in last:
+                    self.previous_gap[i][j] = self.time[i] - last[h]
+                last[h] = self.time[i]
+                self.first_use.setdefault(h, self.time[i])
+        self.total_uses = count
 
     def gap(self, i, j):
         n = self.next[i][j]
@@ -78,16 +88,17 @@ class Page:
     __slots__ = ("block", "parent", "children", "depth", "last", "request", "version")
 
 
-def replay(trace, capacity_pages, key, on_evict=None, on_hit=None):
-    """Cache-mode replay; `key(page)` orders eviction (smallest first) and is fixed between
-    accesses. Returns the token hit rate."""
-    cache, heap, hit_tokens, tiebreak = {}, [], 0, 0
+def replay(trace, capacity_pages, key, on_evict=None, on_hit=None, rekey=False):
+    """Cache-mode replay; `key(page, now)` orders eviction (smallest first). It is computed when a
+    page becomes a leaf or is used, and kept until then; with `rekey`, every leaf is keyed again
+    at each request that evicts (for orders that change with age). Returns the token hit rate."""
+    cache, heap, hit_tokens, tiebreak, leaves = {}, [], 0, 0, set()
 
     def offer(page):
         nonlocal tiebreak
         page.version += 1
         tiebreak += 1
-        heapq.heappush(heap, (key(page), tiebreak, page.version, page))
+        heapq.heappush(heap, (key(page, trace.time[i]), tiebreak, page.version, page))
 
     for i, pages in enumerate(trace.pages):
         m = 0
@@ -105,6 +116,10 @@ def replay(trace, capacity_pages, key, on_evict=None, on_hit=None):
             else:
                 page.version += 1
         need, free, deferred = len(pages) - m, capacity_pages - len(cache), []
+        if rekey and free < need:
+            heap = []
+            for page in leaves:
+                offer(page)
         while free < need and heap:
             _, _, version, page = heapq.heappop(heap)
             if version != page.version or page.block not in cache or page.children > 0:
@@ -115,11 +130,13 @@ def replay(trace, capacity_pages, key, on_evict=None, on_hit=None):
             if on_evict:
                 on_evict(page, i)
             del cache[page.block]
+            leaves.discard(page)
             free += 1
             parent = page.parent
             if parent is not None and parent.block in cache:
                 parent.children -= 1
                 if parent.children == 0:
+                    leaves.add(parent)
                     (deferred.append(parent) if parent.block in locked else offer(parent))
         for page in deferred:
             if page.block in cache and page.children == 0:
@@ -133,7 +150,9 @@ def replay(trace, capacity_pages, key, on_evict=None, on_hit=None):
             if parent is not None:
                 parent.children += 1
                 parent.version += 1
+                leaves.discard(parent)
             cache[page.block] = page
+            leaves.add(page)
             parent = page
         if got > 0:
             offer(parent)  # the new leaf
@@ -141,15 +160,38 @@ def replay(trace, capacity_pages, key, on_evict=None, on_hit=None):
 
 
 def lru(trace):
-    return lambda p: (p.last, -p.depth)
+    return lambda p, now: (p.last, -p.depth)
 
 
 def belady(trace):
-    return lambda p: (-trace.next[p.request][p.depth], -p.depth)
+    return lambda p, now: (-trace.next[p.request][p.depth], -p.depth)
 
 
 def answer_class(tokens):
     return "answer < 32" if tokens < 32 else ("answer 32-127" if tokens < 128 else "answer >= 128")
+
+
+HORIZON = 128  # seconds, for the orders of section 6: about twice LRU's horizon at 3e6 tokens
+AGE_EDGES = [0, 8, 16, 32, 64, 128, 256, 512]
+
+
+def age_bucket(seconds):
+    return bisect.bisect_right(AGE_EDGES, seconds) - 1
+
+
+def fit_reuse_table(trace, feature):
+    """P(used again within HORIZON s of reaching age a | features, not used again before a), per
+    (features of the use, age bucket), counted over every page use of the trace."""
+    at_risk, reused = collections.Counter(), collections.Counter()
+    for i, pages in enumerate(trace.pages):
+        for j in range(len(pages)):
+            f, gap = feature(i, j), trace.gap(i, j)
+            for b, age in enumerate(AGE_EDGES):
+                if gap < age:
+                    break
+                at_risk[(f, b)] += 1
+                reused[(f, b)] += gap < age + HORIZON
+    return {k: reused[k] / at_risk[k] for k in at_risk}
 
 
 def pct(x):
@@ -276,11 +318,11 @@ def main():
             remaining[i][j] = seen[h]
             seen[h] += 1
     orders = [
-        ("LRU, long answers (>= 128 tokens) first", lambda p: (
+        ("LRU, long answers (>= 128 tokens) first", lambda p, now: (
             trace.output[p.request] < 128, p.last, -p.depth)),
-        ("LRU, pages never used again first (oracle)", lambda p: (
+        ("LRU, pages never used again first (oracle)", lambda p, now: (
             trace.next[p.request][p.depth] != NEVER, p.last, -p.depth)),
-        ("fewest remaining uses first (oracle)", lambda p: (
+        ("fewest remaining uses first (oracle)", lambda p, now: (
             remaining[p.request][p.depth], p.last, -p.depth)),
     ]
     for label, key in orders:
@@ -292,6 +334,35 @@ def main():
     shuffled.input_tokens = trace.input_tokens
     print(f"  {'random order: lru':44s} {pct(replay(shuffled, capacity, lru(shuffled)))}")
     print(f"  {'random order: belady':44s} {pct(replay(shuffled, capacity, belady(shuffled)))}")
+
+    # 6. What history could tell.
+    print(f"\n6. orders learned from history, fitted to this very trace (so optimistic): each ranks "
+          f"pages by the\n  share of page uses with the same features that are used again within "
+          f"the next {HORIZON} s, at the\n  page's age; history is the whole trace's, as if the cache "
+          f"remembered every page it ever held")
+    bucket = lambda seconds: NEVER if seconds == NEVER else int(math.log2(1 + seconds))
+    features = [
+        ("answer length", lambda i, j: answer_class(trace.output[i])),
+        ("answer length, use number", lambda i, j: (
+            answer_class(trace.output[i]), min(trace.use_number[i][j], 4))),
+        ("answer length, use number, previous gap", lambda i, j: (
+            answer_class(trace.output[i]), min(trace.use_number[i][j], 4),
+            bucket(trace.previous_gap[i][j]))),
+    ]
+    for label, feature in features:
+        table = fit_reuse_table(trace, feature)
+        key = lambda p, now, feature=feature, table=table: (table.get(
+            (feature(p.request, p.depth), age_bucket(now - p.last)), 0.0), p.last, -p.depth)
+        print(f"  {label:44s} {pct(replay(trace, capacity, key, rekey=True))}")
+    end = trace.time[-1]
+
+    def lifetime_rate(p, now):
+        block = trace.pages[p.request][p.depth]
+        rate = (trace.total_uses[block] - 1) / max(1.0, end - trace.first_use[block])
+        return (rate, p.last, -p.depth)
+
+    label = "uses per second over its life (oracle)"
+    print(f"  {label:44s} {pct(replay(trace, capacity, lifetime_rate))}")
 
 
 if __name__ == "__main__":
