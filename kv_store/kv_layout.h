@@ -20,6 +20,8 @@ struct KvLayout {
   uint32_t dtype_bytes = 2;
   uint32_t page_tokens = 16;
 
+  friend bool operator==(const KvLayout&, const KvLayout&) = default;
+
   uint64_t bytes_per_token() const { return 2ull * layers * kv_heads * head_dim * dtype_bytes; }
   uint64_t bytes_per_page() const { return bytes_per_token() * page_tokens; }
 

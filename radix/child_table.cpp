@@ -20,6 +20,13 @@ ChildTable::~ChildTable() {
   if (capacity_ > 1) heap::release(slots_);
 }
 
+void ChildTable::clear() {
+  if (capacity_ > 1) heap::release(slots_);
+  inline_ = Slot{};
+  capacity_ = 0;
+  size_ = 0;
+}
+
 uint64_t ChildTable::heap_bytes() const { return capacity_ > 1 ? heap::usable_size(slots_) : 0; }
 
 void ChildTable::insert(uint64_t hash, RadixNode* node) {

@@ -47,6 +47,8 @@ class ChildTable {
   void insert(uint64_t hash, RadixNode* node);
   // Removes the slot holding `node` (found by its hash); returns false if it is not there.
   bool erase(uint64_t hash, RadixNode* node);
+  // Forgets every child (they are not touched).
+  void clear();
   // Points the slot of `old_node` at `new_node`, which must have the same hash.
   bool replace(uint64_t hash, RadixNode* old_node, RadixNode* new_node);
 

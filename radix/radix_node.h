@@ -1,14 +1,27 @@
 // RadixNode: one edge of the compressed radix trie, with the pages that hold its KV.
 //
-// A node's edge is num_pages() whole pages (kept once, as EvictionEntry::pages: its charge):
-// page_tokens * num_pages() token ids and one page id
-// per page, in order. The root of each namespace has an empty edge. Children are keyed by the hash
-// of their first page of tokens, so siblings always differ in their first page.
+// A node's edge is num_pages() whole pages: page_tokens * num_pages() token ids. The root of each
+// namespace has an empty edge. Children are keyed by the hash of their first page of tokens, so
+// siblings always differ in their first page.
+//
+// Tiers. Each page of an edge lives on the device (the pool sequences are allocated from), on the
+// host (the host tier's pool, when the tree has one), or on both (a host copy). The device pages
+// of a node are its first device_pages() pages (their ids: page_ids()), and
+// EvictionEntry::pages is that count: the device policy's charge. Invariants (RadixTree::verify()
+// checks them):
+//   1. device pages are a prefix of every root-to-leaf path: a node with device_pages() <
+//      num_pages() has no child holding a device page;
+//   2. every page of an edge is on at least one tier: page i >= device_pages() has a host page;
+//   3. a locked node (pinned by a live sequence) and its ancestors are wholly on the device, except
+//      inside a call that is loading them (PrefixCacheRuntime::admit).
+// Without a host tier every page is a device page: device_pages() == num_pages().
 //
 // lock_count() counts the live locks on this node or any node below it (lock() on a node
 // increments its whole path up to the root), so a node's count is at least the sum of its
-// children's. A node is evictable iff it is not a root, has no children and its lock count is 0;
-// exactly the evictable nodes are linked into the eviction policy.
+// children's. A node is device-evictable iff it is not a root, has device pages, no child holding
+// a device page and lock count 0; exactly those nodes are linked into the device policy. A node is
+// host-evictable iff it is an unlocked leaf whose tail page is on the host only; exactly those are
+// linked into the host policy, through the EvictionEntry of their HostPart.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +29,7 @@
 
 #include "eviction/eviction_entry.h"
 #include "kv_store/page_backend.h"
+#include "kv_store/page_copier.h"
 #include "radix/child_table.h"
 
 namespace radixkv {
@@ -23,19 +37,40 @@ namespace radixkv {
 using TokenId = int32_t;
 using Namespace = uint64_t;
 
+class RadixNode;
+
+// The host side of a node, allocated (with its page array, in one block) when the node first gets
+// a host page, so that a tree without a host tier pays one pointer per node for it. It is the
+// entry the host policy links: its facts are the node's, its `pages` the node's host-only tail and
+// its `prefix_pages` where that tail starts.
+struct HostPart : EvictionEntry {
+  RadixNode* node = nullptr;
+  PageId* page_ids = nullptr;   // per edge page: its host page, or kInvalidPage
+  uint32_t count = 0;           // host pages held (valid entries of `pages`)
+  CopyTicket load_ticket = 0;   // the latest copy into this node's device pages (a load)
+  CopyTicket write_ticket = 0;  // the latest copy from its device pages to the host (write-through)
+};
+
 class RadixNode : public EvictionEntry {
  public:
   RadixNode* parent() const { return parent_; }
   bool is_root() const { return parent_ == nullptr; }
   bool is_leaf() const { return children_.empty(); }
   Namespace name_space() const { return ns_; }
-  uint32_t num_pages() const { return pages; }  // EvictionEntry::pages is the single count
+  uint32_t num_pages() const { return edge_pages_; }
+  uint32_t device_pages() const { return pages; }  // EvictionEntry::pages is the device count
   uint32_t lock_count() const { return lock_count_; }
   uint32_t num_children() const { return children_.size(); }
+  // Device page ids of the first device_pages() pages.
   std::span<const PageId> page_ids() const { return {pages_, pages}; }
+  // The host page of edge page i, or kInvalidPage when it has none.
+  PageId host_page(uint32_t i) const {
+    return host_ != nullptr ? host_->page_ids[i] : kInvalidPage;
+  }
+  uint32_t host_pages() const { return host_ != nullptr ? host_->count : 0; }
   // Tokens of the edge, given the tree's page size.
   std::span<const TokenId> edge_tokens(uint32_t page_tokens) const {
-    return {tokens_, size_t{pages} * page_tokens};
+    return {tokens_, size_t{edge_pages_} * page_tokens};
   }
 
  private:
@@ -43,9 +78,12 @@ class RadixNode : public EvictionEntry {
 
   RadixNode* parent_ = nullptr;
   TokenId* tokens_ = nullptr;  // capacity_pages_ * page_tokens, from kv_store/heap.h
-  PageId* pages_ = nullptr;    // capacity_pages_, from kv_store/heap.h
+  PageId* pages_ = nullptr;    // capacity_pages_ device page ids, from kv_store/heap.h
+  HostPart* host_ = nullptr;   // from kv_store/heap.h, or none
   uint32_t capacity_pages_ = 0;
   uint32_t lock_count_ = 0;
+  uint32_t edge_pages_ = 0;
+  uint32_t device_children_ = 0;  // children holding at least one device page
   uint64_t first_page_hash_ = 0;
   Namespace ns_ = 0;
   ChildTable children_;

@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "kv_store/heap.h"
+#include "radix/tree_internals.h"
 
 #include <algorithm>
 #include <cstring>
@@ -45,6 +46,7 @@ struct RadixTree::Cursor {
   RadixNode* partial = nullptr;
   uint32_t partial_pages = 0;
   uint32_t tokens = 0;
+  uint32_t device_tokens = 0;  // the leading matched tokens whose pages are on the device
 };
 
 RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
@@ -56,15 +58,35 @@ RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
 }
 
 RadixTree::~RadixTree() {
+  // No page may go back to a pool while a copy still reads or writes it.
+  if (host_tier_ && host_tier_->last_ticket != 0) host_tier_->copier.wait(host_tier_->last_ticket);
   std::vector<RadixNode*> stack;
   for (auto& [ns, root] : roots_) stack.push_back(root);
   while (!stack.empty()) {
     RadixNode* node = stack.back();
     stack.pop_back();
     node->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
-    if (policy_->contains(*node)) policy_->remove(*node);
-    for (PageId page : node->page_ids()) pool_.release(page);
+    release_node_pages(node);
     destroy_node(node);
+  }
+  if (host_tier_) retire_copies();
+}
+
+// Unlinks `node` from both policies and releases the tree's reference on all its pages, without
+// any bookkeeping: for the destructor and clear().
+void RadixTree::release_node_pages(RadixNode* node) {
+  if (policy_->contains(*node)) policy_->remove(*node);
+  for (PageId page : node->page_ids()) {
+    in_tree_[page] = false;
+    pool_.release(page);
+  }
+  if (HostPart* host = node->host_) {
+    if (host_tier_->policy->contains(*host)) host_tier_->policy->remove(*host);
+    for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+      if (host->page_ids[i] == kInvalidPage) continue;
+      host_tier_->in_tree[host->page_ids[i]] = false;
+      host_tier_->pool.release(host->page_ids[i]);
+    }
   }
 }
 
@@ -102,19 +124,27 @@ RadixTree::Cursor RadixTree::locate(const RadixNode* root, std::span<const Token
   const uint32_t usable = static_cast<uint32_t>(tokens.size() / page_tokens_ * page_tokens_);
   Cursor cursor{const_cast<RadixNode*>(root)};
   uint32_t pos = 0;
+  // Device pages are a prefix of the path (radix_node.h): once a node is not wholly on the
+  // device, the pages below it are on the host only.
+  bool on_device = true;
   while (pos < usable) {
     RadixNode* child = find_child(cursor.node, tokens.data() + pos);
     if (child == nullptr) break;
-    const uint32_t edge = child->pages * page_tokens_;
+    const uint32_t edge = child->edge_pages_ * page_tokens_;
     const uint32_t comparable = std::min(edge, usable - pos);
     // The first page is known equal; compare the rest and keep whole pages only.
     const uint32_t same =
         page_tokens_ + common_prefix(child->tokens_ + page_tokens_,
                                      tokens.data() + pos + page_tokens_, comparable - page_tokens_);
     const uint32_t same_pages = same / page_tokens_;
-    if (pages != nullptr) pages->insert(pages->end(), child->pages_, child->pages_ + same_pages);
+    if (on_device) {
+      const uint32_t device = std::min(same_pages, child->pages);
+      if (pages != nullptr) pages->insert(pages->end(), child->pages_, child->pages_ + device);
+      cursor.device_tokens = pos + device * page_tokens_;
+      on_device = child->pages == child->edge_pages_;
+    }
     pos += same_pages * page_tokens_;
-    if (same_pages < child->pages) {
+    if (same_pages < child->edge_pages_) {
       cursor.partial = child;
       cursor.partial_pages = same_pages;
       break;
@@ -130,7 +160,7 @@ MatchResult RadixTree::match(Namespace ns, std::span<const TokenId> tokens,
   const Cursor cursor = locate(root_for(ns), tokens, pages);
   RadixNode* end = cursor.partial ? split(cursor.partial, cursor.partial_pages) : cursor.node;
   touch_path(end, hint);
-  return {cursor.tokens, end};
+  return {cursor.tokens, cursor.device_tokens, end};
 }
 
 uint32_t RadixTree::peek(Namespace ns, std::span<const TokenId> tokens,
@@ -155,12 +185,16 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
   }
   const Cursor found = locate(from, tokens, nullptr);
   const uint32_t first_new = found.tokens / page_tokens_;
+  // The tree takes the caller's pages for the cached pages that are on the host only (they become
+  // device pages) and for the new ones.
+  const uint32_t first_taken = found.device_tokens / page_tokens_;
+  const std::span<const PageId> taken = pages.subspan(first_taken);
   const std::span<const PageId> fresh = pages.subspan(first_new);
 
   // Check every page the tree would take before changing anything. Marking them as we go also
   // catches a page given twice; the marks are undone on error.
-  for (size_t i = 0; i < fresh.size(); ++i) {
-    const PageId page = fresh[i];
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const PageId page = taken[i];
     std::string problem;
     if (!pool_.contains(page)) {
       problem = "is not in the pool";
@@ -170,9 +204,9 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
       problem = "is already indexed by the tree (or given twice)";
     }
     if (!problem.empty()) {
-      for (size_t j = 0; j < i; ++j) in_tree_[fresh[j]] = false;
+      for (size_t j = 0; j < i; ++j) in_tree_[taken[j]] = false;
       throw std::invalid_argument(
-          fmt::format("RadixTree::insert: page {} at index {} {}", page, first_new + i, problem));
+          fmt::format("RadixTree::insert: page {} at index {} {}", page, first_taken + i, problem));
     }
     in_tree_[page] = true;
   }
@@ -190,18 +224,26 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
     }
   } catch (...) {
     if (leaf != nullptr) destroy_node(leaf);
-    for (PageId page : fresh) in_tree_[page] = false;
+    for (PageId page : taken) in_tree_[page] = false;
     throw;
   }
+  const uint32_t promoted = first_new - first_taken;
+  if (promoted > 0) promote_host_run(end, taken.first(promoted), 0);
   if (leaf != nullptr) {
+    ++end->device_children_;
     if (policy_->contains(*end)) policy_->remove(*end);  // no longer a leaf
     for (PageId page : fresh) pool_.retain(page);
     cached_pages_ += fresh.size();
     end = leaf;
+    if (page_hashes()) hash_new_pages(leaf, 0);
+    if (events_) emit_stored(Tier::kDevice, leaf, 0, leaf->edge_pages_);
   }
   touch_path(end, hint);
-  if (leaf != nullptr) policy_->add(*end);
-  return {found.tokens, static_cast<uint32_t>(fresh.size()), end};
+  if (leaf != nullptr) {
+    policy_->add(*end);
+    if (host_tier_ && host_tier_->write.mode == WritePolicy::Mode::kWriteThrough) back_up(leaf);
+  }
+  return {found.tokens, promoted + static_cast<uint32_t>(fresh.size()), end};
 }
 
 RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* tokens,
@@ -214,7 +256,7 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
   node->inserted_at = clock_;
   // Counted before anything can throw: destroy_node() on the error path uncounts it.
   if (parent != nullptr) {
-    node->prefix_pages = parent->prefix_pages + parent->pages;
+    node->prefix_pages = parent->prefix_pages + parent->edge_pages_;
     ++stats_.nodes;
   } else {
     ++stats_.namespaces;
@@ -233,6 +275,7 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
     std::memcpy(node->tokens_, tokens, num_tokens * sizeof(TokenId));
     std::memcpy(node->pages_, pages, num_pages * sizeof(PageId));
     node->pages = num_pages;
+    node->edge_pages_ = num_pages;
     node->capacity_pages_ = num_pages;
     node->first_page_hash_ = hash_page(node->tokens_);
   }
@@ -247,6 +290,10 @@ void RadixTree::destroy_node(RadixNode* node) {
   }
   heap::release(node->tokens_);
   heap::release(node->pages_);
+  if (node->host_ != nullptr) {
+    node->host_->~HostPart();
+    heap::release(node->host_);
+  }
   node->~RadixNode();
   heap::release(node);
 }
@@ -254,8 +301,24 @@ void RadixTree::destroy_node(RadixNode* node) {
 RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   // The upper part becomes a new node; `node` keeps the lower part, so handles to it (locked by
   // sequences) stay valid. The new node carries node's locks, since every lock that covered node
-  // covers its new parent too.
+  // covers its new parent too. Tiers: the device prefix is cut at the same place, host pages go
+  // with their page, and the upper part inherits the node's pending copies.
   RadixNode* upper = new_node(node->parent_, node->ns_, node->tokens_, node->pages_, upper_pages);
+  if (node->host_ != nullptr) {
+    try {
+      HostPart& host = host_part(upper);
+      std::memcpy(host.page_ids, node->host_->page_ids, size_t{upper_pages} * sizeof(PageId));
+      host.count =
+          static_cast<uint32_t>(std::count_if(host.page_ids, host.page_ids + upper_pages,
+                                              [](PageId page) { return page != kInvalidPage; }));
+      host.load_ticket = node->host_->load_ticket;
+      host.write_ticket = node->host_->write_ticket;
+    } catch (...) {
+      destroy_node(upper);
+      throw;
+    }
+  }
+  upper->pages = std::min(upper_pages, node->pages);
   upper->lock_count_ = node->lock_count_;
   upper->last_access = node->last_access;
   upper->inserted_at = node->inserted_at;
@@ -265,15 +328,30 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   upper->last_access_s = node->last_access_s;
   node->parent_->children_.replace(node->first_page_hash_, node, upper);
 
-  const uint32_t lower_pages = node->pages - upper_pages;
+  const uint32_t lower_pages = node->edge_pages_ - upper_pages;
+  const uint32_t lower_device = node->pages > upper_pages ? node->pages - upper_pages : 0;
   std::memmove(node->tokens_, node->tokens_ + size_t{upper_pages} * page_tokens_,
                size_t{lower_pages} * page_tokens_ * sizeof(TokenId));
   std::memmove(node->pages_, node->pages_ + upper_pages, size_t{lower_pages} * sizeof(PageId));
-  node->pages = lower_pages;
+  if (HostPart* host = node->host_) {
+    std::memmove(host->page_ids, host->page_ids + upper_pages,
+                 size_t{lower_pages} * sizeof(PageId));
+    host->count -= upper->host_->count;
+  }
+  node->pages = lower_device;
+  node->edge_pages_ = lower_pages;
   node->prefix_pages += upper_pages;
   node->first_page_hash_ = hash_page(node->tokens_);
   node->parent_ = upper;
   upper->children_.insert(node->first_page_hash_, node);
+  upper->device_children_ = lower_device > 0 ? 1 : 0;
+  if (host_tier_ != nullptr) {
+    // Where the cut falls inside the device prefix nothing changes for the policies; where it
+    // falls at or below its end, the upper part may be the device tail now.
+    sync_device_policy(node);
+    sync_device_policy(upper);
+    if (node->host_ != nullptr) refresh_host_facts(node);
+  }
   ++stats_.splits;
   return upper;
 }
@@ -287,6 +365,10 @@ void RadixTree::touch_path(RadixNode* node, const AccessHint& hint) {
     x->output_tokens = hint.output_tokens;
     x->last_access_s = hint.now;
     policy_->on_access(*x, hint);
+    if (x->host_ != nullptr) {
+      refresh_host_facts(x);
+      host_tier_->policy->on_access(*x->host_, hint);
+    }
   }
 }
 
@@ -302,7 +384,14 @@ void RadixTree::lock(RadixNode* node) {
     if (x->lock_count_++ == 0) {
       protected_pages_ += x->pages;
       if (policy_->contains(*x)) policy_->remove(*x);
+      if (HostPart* host = x->host_) {
+        host_tier_->pinned += x->edge_pages_ - x->pages;
+        if (host_tier_->policy->contains(*host)) host_tier_->policy->remove(*host);
+      }
     }
+  }
+  if (host_tier_ && host_tier_->write.mode == WritePolicy::Mode::kWriteThroughSelective) {
+    back_up_hot_path(node);
   }
 }
 
@@ -316,36 +405,53 @@ void RadixTree::unlock(RadixNode* node) {
   for (RadixNode* x = node; x != nullptr; x = x->parent_) {
     if (--x->lock_count_ == 0) {
       protected_pages_ -= x->pages;
-      if (evictable(x)) policy_->add(*x);
+      if (device_evictable(x)) policy_->add(*x);
+      if (x->host_ != nullptr) {
+        host_tier_->pinned -= x->edge_pages_ - x->pages;
+        sync_host_policy(x);
+      }
     }
   }
 }
 
 void RadixTree::remove_leaf(RadixNode* node) {
-  policy_->remove(*node);
+  if (policy_->contains(*node)) policy_->remove(*node);
+  if (node->host_ != nullptr && host_tier_->policy->contains(*node->host_)) {
+    host_tier_->policy->remove(*node->host_);
+  }
   RadixNode* parent = node->parent_;
   parent->children_.erase(node->first_page_hash_, node);
   destroy_node(node);
-  if (evictable(parent)) policy_->add(*parent);
+  if (device_evictable(parent) && !policy_->contains(*parent)) policy_->add(*parent);
+  if (parent->host_ != nullptr) sync_host_policy(parent);
 }
 
 void RadixTree::erase_leaf(RadixNode* node) {
   check_node(node, "erase_leaf");
-  if (!evictable(node)) {
+  if (node->is_root() || !node->is_leaf() || node->lock_count_ != 0) {
     throw std::logic_error(fmt::format(
         "RadixTree::erase_leaf: node is not an evictable leaf (root: {}, children: {}, locks: {})",
         node->is_root(), node->num_children(), node->lock_count_));
   }
-  for (PageId page : node->page_ids()) {
-    in_tree_[page] = false;
-    pool_.release(page);
+  if (host_tier_ != nullptr) {
+    drop_from(node, 0);
+    return;
+  }
+  for (uint32_t i = 0; i < node->pages; ++i) {
+    if (events_) emit_dropping(Tier::kDevice, node, i);
+    if (events_) emit_removed(Tier::kDevice, node, i);
+    in_tree_[node->pages_[i]] = false;
+    pool_.release(node->pages_[i]);
   }
   cached_pages_ -= node->pages;
   node->pages = 0;
+  node->edge_pages_ = 0;
+  --node->parent_->device_children_;
   remove_leaf(node);
 }
 
 uint64_t RadixTree::evict_pages(uint64_t n) {
+  if (host_tier_ != nullptr) return evict_tiered(n);
   uint64_t released = 0;
   // The policy names the victim before every page: after a leaf loses its tail page, another leaf
   // may rank first (Belady's bound does; for LRU and the others the same leaf comes back).
@@ -354,17 +460,59 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
     if (entry == nullptr) break;
     auto* leaf = static_cast<RadixNode*>(entry);
     // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
-    const PageId page = leaf->pages_[--leaf->pages];
+    const uint32_t tail = --leaf->edge_pages_;
+    const PageId page = leaf->pages_[tail];
+    if (events_) {
+      emit_dropping(Tier::kDevice, leaf, tail);
+      emit_removed(Tier::kDevice, leaf, tail);
+    }
+    --leaf->pages;
     in_tree_[page] = false;
     pool_.release(page);
     --cached_pages_;
     if (leaf->pages == 0) {
+      --leaf->parent_->device_children_;
       remove_leaf(leaf);
       ++stats_.evicted_nodes;  // here, not in remove_leaf: erase_leaf() is no eviction
     }
   }
   stats_.evicted_pages += released;
   return released;
+}
+
+void RadixTree::check_empty(const char* operation) const {
+  if (cached_pages_ != 0 || stats_.nodes != 0) {
+    throw std::invalid_argument(
+        fmt::format("RadixTree::{}: only on an empty tree (it caches {} pages in {} nodes)",
+                    operation, cached_pages_, stats_.nodes));
+  }
+}
+
+void RadixTree::clear() {
+  for (const auto& [ns, root] : roots_) {
+    if (root->lock_count_ != 0) {
+      throw std::logic_error(
+          fmt::format("RadixTree::clear: namespace {} still has {} locks", ns, root->lock_count_));
+    }
+  }
+  if (host_tier_ && host_tier_->last_ticket != 0) host_tier_->copier.wait(host_tier_->last_ticket);
+  // Namespace roots go too (they come back on first use), which spares unlinking children.
+  std::vector<RadixNode*> stack;
+  for (auto& [ns, root] : roots_) stack.push_back(root);
+  roots_.clear();
+  while (!stack.empty()) {
+    RadixNode* node = stack.back();
+    stack.pop_back();
+    node->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
+    release_node_pages(node);
+    destroy_node(node);
+  }
+  cached_pages_ = 0;
+  if (host_tier_) {
+    host_tier_->cached = 0;
+    retire_copies();
+  }
+  if (events_) events_->cleared();
 }
 
 }  // namespace radixkv

@@ -1,29 +1,51 @@
 // RadixTree: the prefix index. A compressed radix trie over token ids, one per namespace, whose
-// edges point at refcounted pages of a PagePool.
+// edges point at refcounted pages of a PagePool (the device) and, with a host tier, of a second
+// PagePool (the host).
 //
-// Semantics (see docs/design.md, "The radix trie"):
+// Semantics (see docs/design.md, "The radix trie", and docs/tiers.md for the tiers):
 //   - Only whole pages are cached. Keys are cut down to a multiple of page_tokens; nodes split only
 //     at page boundaries.
-//   - match() returns the longest cached page-aligned prefix, appends its page ids, and returns the
-//     node where it ends, splitting an edge when the match ends inside it. It touches the path for
-//     the policy. It neither copies the key nor allocates, except for a split or the first use of
-//     a namespace.
+//   - match() returns the longest cached page-aligned prefix on any tier, appends the ids of its
+//     leading device pages, and returns the node where it ends, splitting an edge when the match
+//     ends inside it. By invariant 1 (radix_node.h) the match is a device run, then a host run.
+//     It touches the path for the policies. It neither copies the key nor allocates, except for a
+//     split or the first use of a namespace.
 //   - insert() adds the pages of a computed prefix. For the leading tokens that were already cached
-//     the tree's pages stay canonical: the caller's pages there are not taken, and the caller must
-//     switch its block table to the tree's pages before it releases its duplicates. The tree takes
-//     one reference (PagePool::retain) on every page it newly indexes.
-//   - lock()/unlock() pin a node and its ancestors. A node handle (RadixNode*) stays valid while it
-//     is locked; an unlocked handle is valid only until the next call that may evict.
-//   - evict_pages(k) takes k pages one at a time, each from the tail of the leaf the policy names
-//     as victim then (usually the same leaf again), leaving the rest of that leaf cached; it
-//     removes leaves that run empty and offers their parents to the policy. O(1) amortised per
-//     page plus the policy's cost; no tree walk.
+//     on the device the tree's pages stay canonical: the caller's pages there are not taken, and
+//     the caller must switch its block table to the tree's pages before it releases its
+//     duplicates. Cached pages that were on the host only take the caller's pages as their device
+//     pages (the host copy stays under write-through, is freed under write-back). The tree takes
+//     one reference (PagePool::retain) on every device page it newly indexes.
+//   - lock()/unlock() pin a node and its ancestors against eviction from every tier. A node handle
+//     (RadixNode*) stays valid while it is locked; an unlocked handle is valid only until the next
+//     call that may evict.
+//   - evict_pages(k) takes k device pages one at a time, each from the device tail of the node the
+//     device policy names as victim then (usually the same node again). Without a host tier the
+//     page leaves the trie; it removes leaves that run empty and offers their parents to the
+//     policy. With one (tier_config.h): a page with a host copy just leaves the device; under
+//     write-back one without is copied to the host first (the host evicting to make room; the
+//     copies of one call go in one batch, waited for before the device pages are released);
+//     otherwise the page leaves the trie, and with it any host-only pages below it (counted in
+//     TreeStats::dropped_pages). O(1) amortised per page plus the policies' cost; no tree walk
+//     except for such a drop.
+//   - Host eviction (evict_host_pages, and whenever a copy to the host needs room) takes the
+//     host-only tail page of the leaf the host policy names. Host copies of device pages are not
+//     host-evicted; a write-through copy the host has no room for is skipped (counted).
+//   - load(end, pages) makes the host run of a locked match device pages of the trie at once,
+//     using the caller's fresh device pages, and starts the copies; the returned ticket tells when
+//     the bytes are there. Under write-back the host pages leave the trie and are freed when their
+//     copy is done (in flight until then).
 //
-// Page accounting: cached_pages() = pages indexed by the tree; protected_pages() = those in nodes
-// with a lock; evictable_pages() = the rest, all of which evict_pages() can release.
+// Page accounting: cached_pages() = device pages indexed by the tree; protected_pages() = those in
+// nodes with a lock; evictable_pages() = the rest, all of which evict_pages() can release.
+// Host: host_cached_pages() = host pages indexed; host_in_flight_pages() = host pages held only
+// by a copy still running; the host pool's capacity == free + cached + in flight.
+// Budget of the host: a copy to the host needs a free host page and host cached pages below the
+// host budget's limit, not counting (under write-back) host-only pages of locked nodes, which
+// are about to be loaded and leave the host.
 // Errors (bad page counts, foreign or free pages, unlocking an unlocked node, erasing a node that
-// is not an evictable leaf) throw std::invalid_argument or std::logic_error before anything
-// changes.
+// is not an evictable leaf, a host tier that does not fit) throw std::invalid_argument or
+// std::logic_error before anything changes.
 //
 // Not thread-safe.
 #pragma once
@@ -38,18 +60,23 @@
 #include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
 #include "kv_store/page_pool.h"
+#include "radix/page_hash.h"
 #include "radix/radix_node.h"
+#include "radix/tier_config.h"
+#include "radix/tier_events.h"
 
 namespace radixkv {
 
 struct MatchResult {
-  uint32_t tokens = 0;        // matched tokens, a multiple of page_tokens
-  RadixNode* node = nullptr;  // where the match ends: the namespace root when nothing matched
+  uint32_t tokens = 0;         // matched tokens on any tier, a multiple of page_tokens
+  uint32_t device_tokens = 0;  // the leading ones on the device; the rest are on the host only
+  RadixNode* node = nullptr;   // where the match ends: the namespace root when nothing matched
+  uint32_t host_tokens() const { return tokens - device_tokens; }
 };
 
 struct InsertResult {
-  uint32_t cached_tokens = 0;  // leading tokens that were already cached
-  uint32_t new_pages = 0;      // pages the tree took a reference on
+  uint32_t cached_tokens = 0;  // leading tokens that were already cached (on any tier)
+  uint32_t new_pages = 0;      // device pages the tree took a reference on
   RadixNode* node = nullptr;   // the node where the inserted key ends
 };
 
@@ -57,28 +84,36 @@ struct TreeStats {
   uint64_t nodes = 0;  // excluding namespace roots
   uint64_t namespaces = 0;
   uint64_t splits = 0;
-  uint64_t evicted_pages = 0;
-  uint64_t evicted_nodes = 0;
+  uint64_t evicted_pages = 0;  // device pages evicted (to the host or out of the trie)
+  uint64_t evicted_nodes = 0;  // nodes removed by eviction from either tier
   // Heap allocations for nodes and their edge arrays, splits included (child tables, which grow
   // only on insert, are not counted). bench/ reads it to show that the match path never allocates.
   uint64_t heap_allocations = 0;
+  // Host tier.
+  uint64_t written_pages = 0;       // device -> host copies (write-back and write-through)
+  uint64_t loaded_pages = 0;        // host -> device copies
+  uint64_t host_evicted_pages = 0;  // host pages the host policy evicted
+  uint64_t dropped_pages = 0;       // pages that left the trie from the device (with a host tier)
+  uint64_t skipped_writes = 0;      // write-through copies the host had no room for
 };
 
 class RadixTree final : public Evictor {
  public:
   RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy);
-  // Releases the tree's reference on every page it indexes. Locks must be gone by then.
+  // Waits for running copies, then releases the tree's reference on every page it indexes on
+  // either tier. Locks must be gone by then.
   ~RadixTree() override;
   RadixTree(const RadixTree&) = delete;
   RadixTree& operator=(const RadixTree&) = delete;
 
   uint32_t page_tokens() const { return page_tokens_; }
 
-  // `pages`, when given, gets the matched page ids appended (reserve it to avoid allocating).
+  // `pages`, when given, gets the matched device page ids appended (reserve it to avoid
+  // allocating).
   MatchResult match(Namespace ns, std::span<const TokenId> tokens,
                     std::vector<PageId>* pages = nullptr, const AccessHint& hint = {});
-  // Length of the longest cached prefix, with no side effect at all (no touch, no split); `pages`,
-  // when given, gets its page ids appended.
+  // Length of the longest cached prefix on any tier, with no side effect at all (no touch, no
+  // split); `pages`, when given, gets its leading device page ids appended.
   uint32_t peek(Namespace ns, std::span<const TokenId> tokens,
                 std::vector<PageId>* pages = nullptr) const;
   // pages.size() must equal tokens.size() / page_tokens (after the cut to whole pages).
@@ -93,10 +128,13 @@ class RadixTree final : public Evictor {
 
   void lock(RadixNode* node);
   void unlock(RadixNode* node);
-  // Removes an evictable leaf and releases its pages.
+  // Removes an unlocked leaf and releases its pages on every tier.
   void erase_leaf(RadixNode* node);
+  // Drops every cached page of every tier (TierEvents::cleared()). Throws std::logic_error while
+  // any node is locked.
+  void clear();
 
-  // Evictor
+  // Evictor (the device tier)
   uint64_t cached_pages() const override { return cached_pages_; }
   uint64_t evictable_pages() const override { return cached_pages_ - protected_pages_; }
   uint64_t evict_pages(uint64_t n) override;
@@ -105,20 +143,74 @@ class RadixTree final : public Evictor {
   std::size_t evictable_leaves() const { return policy_->size(); }
   bool indexes_page(PageId page) const { return page < in_tree_.size() && in_tree_[page]; }
   const TreeStats& stats() const { return stats_; }
-  // Bytes of tree metadata (nodes, token and page arrays, child tables, the per-page bitmap), as
-  // allocated, measured through the allocator's usable sizes (kv_store/heap.h).
+  // Bytes of tree metadata (nodes, token and page arrays, child tables, host parts, the per-page
+  // bitmaps and page hashes), as allocated, measured through the allocator's usable sizes
+  // (kv_store/heap.h).
   uint64_t metadata_bytes() const;
   EvictionPolicy& policy() { return *policy_; }
   PagePool& pool() { return pool_; }
 
+  // --- The host tier (radix/tier_config.h) ---
+  // Adds a host tier to an empty tree. Throws std::invalid_argument (changing nothing) when the
+  // tree caches anything, a host tier exists, the pool or copier or policy is missing, the host
+  // pool's layout differs from the device pool's, or the budget holds no page.
+  void add_host_tier(HostTierSetup setup);
+  bool has_host_tier() const { return host_tier_ != nullptr; }
+  const PagePool* host_pool() const;
+  const EvictionPolicy* host_policy() const;
+  const WritePolicy* write_policy() const;
+  const CacheBudget* host_budget() const;
+  uint64_t host_cached_pages() const;
+  uint64_t host_in_flight_pages() const;
+  // Host pages of locked nodes that are on the host only (a load about to take them).
+  uint64_t host_pinned_pages() const;
+  bool host_indexes_page(PageId page) const;
+  // Makes the host run of the locked match ending at `end` device pages of the trie: the run's
+  // pages, in path order, get `device_pages` (fresh pages the caller holds, one per host-only page
+  // on the path; the tree takes a reference on each) and the copies host -> device start.
+  // Returns their ticket (0 when there was nothing to load). Throws std::invalid_argument, changing
+  // nothing, when `end` is not locked or the pages do not fit.
+  CopyTicket load(RadixNode* end, std::span<const PageId> device_pages);
+  // The latest load still running into the device pages of the path ending at `end`, or 0.
+  CopyTicket pending_load(const RadixNode* end);
+  bool copy_done(CopyTicket ticket);
+  void wait_copy(CopyTicket ticket);
+  // Frees the in-flight host pages whose copies are done; returns how many.
+  uint64_t retire_copies();
+  // Evicts up to n host-only pages in host policy order; returns how many left.
+  uint64_t evict_host_pages(uint64_t n);
+  // Evicts host pages down to the host budget's low watermark once above its high one.
+  uint64_t enforce_host_watermarks();
+
+  // --- Page hashes (radix/page_hash.h) and tier events (radix/tier_events.h) ---
+  // Keeps one PageHash per cached page from now on. Only on an empty tree.
+  void enable_page_hashes();
+  bool page_hashes() const { return !device_hashes_.empty(); }
+  // Reports every change of tiers to `events` (nullptr: to nobody); enables page hashes. Only on
+  // an empty tree. `events` must outlive the tree or be unset first.
+  void set_tier_events(TierEvents* events);
+  // Sends what is batched, then TierEvents::flush(); the runtime calls it once per call.
+  void flush_events();
+  // The hash of edge page i of `node` (page hashes must be on).
+  PageHash page_hash(const RadixNode* node, uint32_t i) const;
+  // Every cached page's hash on `tier`, in no particular order: a whole-tree walk for tests.
+  std::vector<PageHash> tier_page_hashes(Tier tier) const;
+
   // Walks every namespace and checks every invariant of this header and radix_node.h; throws
   // std::logic_error describing the first violation.
   void verify() const;
-  // A readable dump: one line per node, indented by depth, with up to `max_tokens` tokens per edge.
+  // A readable dump: one line per node, indented by depth, with up to `max_tokens` tokens per edge
+  // and each page as `d` (device), `hH` (host only) or `d+hH` (both).
   std::string dump(std::size_t max_tokens = 8) const;
 
  private:
   struct Cursor;
+  struct HostTier;
+  class EventBuffer;
+  struct DropResult {
+    uint64_t pages = 0;
+    uint64_t nodes = 0;
+  };
 
   RadixNode* root_for(Namespace ns);
   const RadixNode* find_root(Namespace ns) const;
@@ -132,11 +224,43 @@ class RadixTree final : public Evictor {
   void destroy_node(RadixNode* node);
   RadixNode* split(RadixNode* node, uint32_t upper_pages);
   void touch_path(RadixNode* node, const AccessHint& hint);
-  bool evictable(const RadixNode* node) const {
-    return !node->is_root() && node->is_leaf() && node->lock_count_ == 0;
+  bool device_evictable(const RadixNode* node) const {
+    return !node->is_root() && node->lock_count_ == 0 && node->pages > 0 &&
+           node->device_children_ == 0;
   }
   void remove_leaf(RadixNode* node);
   void check_node(const RadixNode* node, const char* operation) const;
+  void check_empty(const char* operation) const;
+  void release_node_pages(RadixNode* node);
+
+  // radix_tiers.cpp: the host tier.
+  uint64_t evict_tiered(uint64_t n);
+  bool host_evictable(const RadixNode* node) const {
+    return !node->is_root() && node->lock_count_ == 0 && node->children_.empty() &&
+           node->pages < node->edge_pages_;
+  }
+  HostPart& host_part(RadixNode* node);
+  void sync_device_policy(RadixNode* node);
+  void sync_host_policy(RadixNode* node);
+  void refresh_host_facts(RadixNode* node);
+  void device_count_changed(RadixNode* node, uint32_t before);
+  uint64_t host_room() const;
+  uint64_t make_host_room(uint64_t n);
+  void wait_node_copies(RadixNode* node);
+  void back_up(RadixNode* node);
+  void back_up_hot_path(RadixNode* node);
+  uint32_t promote_host_run(RadixNode* end, std::span<const PageId> device_pages,
+                            CopyTicket ticket);
+  DropResult drop_from(RadixNode* node, uint32_t first);
+  void release_host_page(RadixNode* node, uint32_t i);
+  void evict_one_host_page(RadixNode* leaf);
+
+  // radix_events.cpp: page hashes and events.
+  PageHash parent_hash(const RadixNode* node, uint32_t i) const;
+  void hash_new_pages(const RadixNode* node, uint32_t first);
+  void emit_stored(Tier tier, const RadixNode* node, uint32_t first, uint32_t count);
+  void emit_removed(Tier tier, const RadixNode* node, uint32_t i);
+  void emit_dropping(Tier tier, const RadixNode* node, uint32_t i);
 
   PagePool& pool_;
   std::unique_ptr<EvictionPolicy> policy_;
@@ -148,6 +272,9 @@ class RadixTree final : public Evictor {
   uint64_t protected_pages_ = 0;
   uint64_t node_heap_bytes_ = 0;  // nodes and their arrays, by mi_usable_size
   TreeStats stats_;
+  std::unique_ptr<HostTier> host_tier_;
+  std::vector<PageHash> device_hashes_;  // per device page, when page hashes are on
+  std::unique_ptr<EventBuffer> events_;
 };
 
 }  // namespace radixkv

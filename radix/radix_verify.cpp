@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kv_store/heap.h"
-#include "radix/radix_tree.h"
+#include "radix/tree_internals.h"
 
 namespace radixkv {
 
@@ -21,10 +21,13 @@ namespace {
 
 void RadixTree::verify() const {
   uint64_t cached = 0, protected_pages = 0, evictable_nodes = 0, nodes = 0;
+  uint64_t host_cached = 0, host_pinned = 0, host_evictable_nodes = 0;
   std::vector<bool> seen(pool_.capacity_pages(), false);
+  std::vector<bool> host_seen(host_tier_ ? host_tier_->pool.capacity_pages() : 0, false);
   std::vector<const RadixNode*> stack;
   for (const auto& [ns, root] : roots_) {
-    if (root->parent_ != nullptr || root->pages != 0 || root->ns_ != ns) {
+    if (root->parent_ != nullptr || root->edge_pages_ != 0 || root->pages != 0 || root->ns_ != ns ||
+        root->host_ != nullptr) {
       fail(fmt::format("root of namespace {} is malformed", ns));
     }
     if (policy_->contains(*root)) fail(fmt::format("root of namespace {} is in the policy", ns));
@@ -33,32 +36,51 @@ void RadixTree::verify() const {
   while (!stack.empty()) {
     const RadixNode* node = stack.back();
     stack.pop_back();
-    const std::string where = fmt::format("node (ns {}, depth {} pages, {} pages)", node->ns_,
-                                          node->prefix_pages, node->pages);
+    const std::string where =
+        fmt::format("node (ns {}, depth {} pages, {} pages, {} on the device)", node->ns_,
+                    node->prefix_pages, node->edge_pages_, node->pages);
     uint64_t child_locks = 0;
+    uint32_t device_children = 0;
     node->children_.for_each([&](uint64_t hash, const RadixNode* child) {
       if (child->parent_ != node) fail(where + ": a child's parent pointer is elsewhere");
       if (child->ns_ != node->ns_) fail(where + ": a child is in another namespace");
-      if (child->pages == 0) fail(where + ": a child has an empty edge");
+      if (child->edge_pages_ == 0) fail(where + ": a child has an empty edge");
       if (hash != child->first_page_hash_ || hash != hash_page(child->tokens_)) {
         fail(where + ": a child is filed under the wrong hash");
       }
       if (find_child(node, child->tokens_) != child) {
         fail(where + ": two children share a first page");
       }
-      if (child->prefix_pages != node->prefix_pages + node->pages) {
+      if (child->prefix_pages != node->prefix_pages + node->edge_pages_) {
         fail(where + ": a child's prefix_pages is wrong");
       }
       child_locks += child->lock_count_;
+      device_children += child->pages > 0 ? 1 : 0;
       stack.push_back(child);
     });
     if (child_locks > node->lock_count_) {
       fail(fmt::format("{}: lock count {} is below its children's sum {}", where, node->lock_count_,
                        child_locks));
     }
+    if (device_children != node->device_children_) {
+      fail(fmt::format("{}: {} children hold device pages but the count says {}", where,
+                       device_children, node->device_children_));
+    }
     if (node->is_root()) continue;
     ++nodes;
-    if (node->pages > node->capacity_pages_) fail(where + ": more pages than its arrays hold");
+    if (node->edge_pages_ > node->capacity_pages_)
+      fail(where + ": more pages than its arrays hold");
+    if (node->pages > node->edge_pages_) fail(where + ": more device pages than pages");
+    // The tier invariants of radix_node.h.
+    if (node->pages < node->edge_pages_ && device_children > 0) {
+      fail(where + ": a child holds device pages below a page that is not on the device (1)");
+    }
+    if (node->lock_count_ > 0 && node->pages < node->edge_pages_) {
+      fail(where + ": it is locked but not wholly on the device (3)");
+    }
+    if (!host_tier_ && (node->host_ != nullptr || node->pages != node->edge_pages_)) {
+      fail(where + ": pages off the device in a tree without a host tier");
+    }
     for (PageId page : node->page_ids()) {
       if (!pool_.contains(page)) fail(fmt::format("{}: page {} is not in the pool", where, page));
       if (seen[page]) fail(fmt::format("{}: page {} is indexed twice", where, page));
@@ -67,13 +89,66 @@ void RadixTree::verify() const {
       if (pool_.refcount(page) == 0)
         fail(fmt::format("{}: page {} is free in the pool", where, page));
     }
-    cached += node->pages;
-    if (node->lock_count_ > 0) protected_pages += node->pages;
-    if (policy_->contains(*node) != evictable(node)) {
-      fail(fmt::format("{}: evictable is {} but policy membership is {}", where, evictable(node),
-                       policy_->contains(*node)));
+    if (const HostPart* host = node->host_) {
+      if (host->node != node) fail(where + ": its host part belongs to another node");
+      uint32_t count = 0;
+      for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+        const PageId page = host->page_ids[i];
+        if (page == kInvalidPage) continue;
+        ++count;
+        const PagePool& pool = host_tier_->pool;
+        if (!pool.contains(page))
+          fail(fmt::format("{}: host page {} is not in the pool", where, page));
+        if (host_seen[page]) fail(fmt::format("{}: host page {} is indexed twice", where, page));
+        host_seen[page] = true;
+        if (!host_tier_->in_tree[page]) {
+          fail(fmt::format("{}: host page {} is not marked as indexed", where, page));
+        }
+        if (pool.refcount(page) == 0) fail(fmt::format("{}: host page {} is free", where, page));
+      }
+      if (count != host->count) {
+        fail(fmt::format("{}: {} host pages but the count says {}", where, count, host->count));
+      }
+      host_cached += count;
     }
-    evictable_nodes += evictable(node) ? 1 : 0;
+    for (uint32_t i = node->pages; i < node->edge_pages_; ++i) {
+      if (node->host_page(i) == kInvalidPage) {
+        fail(fmt::format("{}: page {} is on no tier (2)", where, i));
+      }
+    }
+    cached += node->pages;
+    if (node->lock_count_ > 0) {
+      protected_pages += node->pages;
+      host_pinned += node->edge_pages_ - node->pages;
+    }
+    if (policy_->contains(*node) != device_evictable(node)) {
+      fail(fmt::format("{}: device-evictable is {} but device policy membership is {}", where,
+                       device_evictable(node), policy_->contains(*node)));
+    }
+    evictable_nodes += device_evictable(node) ? 1 : 0;
+    if (host_tier_) {
+      const bool linked = node->host_ != nullptr && host_tier_->policy->contains(*node->host_);
+      if (linked != host_evictable(node)) {
+        fail(fmt::format("{}: host-evictable is {} but host policy membership is {}", where,
+                         host_evictable(node), linked));
+      }
+      if (linked && (node->host_->pages != node->edge_pages_ - node->pages ||
+                     node->host_->prefix_pages != node->prefix_pages + node->pages)) {
+        fail(where + ": its host entry is charged with other pages than its host-only tail");
+      }
+      host_evictable_nodes += linked ? 1 : 0;
+    }
+    if (page_hashes()) {
+      for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+        const PageHash want = chain_page_hash(
+            parent_hash(node, i), {node->tokens_ + size_t{i} * page_tokens_, page_tokens_});
+        const bool device_ok = i >= node->pages || device_hashes_[node->pages_[i]] == want;
+        const bool host_ok =
+            node->host_page(i) == kInvalidPage || host_tier_->hashes[node->host_page(i)] == want;
+        if (!device_ok || !host_ok)
+          fail(fmt::format("{}: page {} has a wrong page hash", where, i));
+      }
+    }
   }
   if (cached != cached_pages_)
     fail(fmt::format("cached pages {} != counter {}", cached, cached_pages_));
@@ -89,6 +164,28 @@ void RadixTree::verify() const {
   const auto marked = static_cast<uint64_t>(std::count(in_tree_.begin(), in_tree_.end(), true));
   if (marked != cached)
     fail(fmt::format("{} pages marked as indexed but {} cached", marked, cached));
+  if (!host_tier_) return;
+  const HostTier& h = *host_tier_;
+  if (host_cached != h.cached) {
+    fail(fmt::format("host cached pages {} != counter {}", host_cached, h.cached));
+  }
+  if (host_pinned != h.pinned) {
+    fail(fmt::format("pinned host pages {} != counter {}", host_pinned, h.pinned));
+  }
+  if (host_evictable_nodes != h.policy->size()) {
+    fail(fmt::format("{} host-evictable nodes but the host policy holds {}", host_evictable_nodes,
+                     h.policy->size()));
+  }
+  const auto host_marked =
+      static_cast<uint64_t>(std::count(h.in_tree.begin(), h.in_tree.end(), true));
+  if (host_marked != host_cached) {
+    fail(fmt::format("{} host pages marked as indexed but {} cached", host_marked, host_cached));
+  }
+  for (const auto& [ticket, page] : h.in_flight) {
+    if (h.in_tree[page] || h.pool.refcount(page) == 0) {
+      fail(fmt::format("host page {} in flight is indexed or free", page));
+    }
+  }
 }
 
 std::string RadixTree::dump(std::size_t max_tokens) const {
@@ -97,6 +194,11 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
       "leaves\n",
       page_tokens_, stats_.nodes, cached_pages_, protected_pages_, policy_->name(),
       policy_->size());
+  if (host_tier_) {
+    out += fmt::format("host tier: {} cached pages ({} in flight), policy {} with {} leaves, {}\n",
+                       host_tier_->cached, host_tier_->in_flight.size(), host_tier_->policy->name(),
+                       host_tier_->policy->size(), host_tier_->write.to_string());
+  }
   std::vector<std::pair<Namespace, const RadixNode*>> roots(roots_.begin(), roots_.end());
   std::sort(roots.begin(), roots.end());
   std::vector<std::pair<const RadixNode*, int>> stack;
@@ -109,10 +211,23 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
       if (!node->is_root()) {
         const auto tokens = node->edge_tokens(page_tokens_);
         const auto shown = tokens.first(std::min(tokens.size(), max_tokens));
-        out += fmt::format("{:{}}[{}{}] pages [{}] locks {} last {} hits {}{}\n", "", depth * 2,
+        std::vector<std::string> pages;
+        for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+          const PageId host = node->host_page(i);
+          if (i >= node->pages) {
+            pages.push_back(fmt::format("h{}", host));
+          } else if (host != kInvalidPage) {
+            pages.push_back(fmt::format("{}+h{}", node->pages_[i], host));
+          } else {
+            pages.push_back(fmt::format("{}", node->pages_[i]));
+          }
+        }
+        const bool host_evictable_node = host_tier_ && host_evictable(node);
+        out += fmt::format("{:{}}[{}{}] pages [{}] locks {} last {} hits {}{}{}\n", "", depth * 2,
                            fmt::join(shown, " "), shown.size() < tokens.size() ? " ..." : "",
-                           fmt::join(node->page_ids(), " "), node->lock_count_, node->last_access,
-                           node->hits, evictable(node) ? " evictable" : "");
+                           fmt::join(pages, " "), node->lock_count_, node->last_access, node->hits,
+                           device_evictable(node) ? " evictable" : "",
+                           host_evictable_node ? " host-evictable" : "");
       }
       std::vector<const RadixNode*> children;
       node->children_.for_each(
@@ -128,7 +243,10 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
 }
 
 uint64_t RadixTree::metadata_bytes() const {
-  uint64_t bytes = in_tree_.capacity() / 8;
+  uint64_t bytes = in_tree_.capacity() / 8 + device_hashes_.capacity() * sizeof(PageHash);
+  if (host_tier_) {
+    bytes += host_tier_->in_tree.capacity() / 8 + host_tier_->hashes.capacity() * sizeof(PageHash);
+  }
   std::vector<const RadixNode*> stack;
   for (const auto& [ns, root] : roots_) stack.push_back(root);
   while (!stack.empty()) {
@@ -137,6 +255,7 @@ uint64_t RadixTree::metadata_bytes() const {
     bytes += heap::usable_size(node) + node->children_.heap_bytes();
     if (node->tokens_ != nullptr)
       bytes += heap::usable_size(node->tokens_) + heap::usable_size(node->pages_);
+    if (node->host_ != nullptr) bytes += heap::usable_size(node->host_);
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
   }
   return bytes;

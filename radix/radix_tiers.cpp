@@ -1,0 +1,539 @@
+// RadixTree's host tier: policy membership on both tiers, device eviction to the host, host
+// eviction, write-through copies, and loading host runs back to the device. The rules are in
+// radix_tree.h and radix_node.h; docs/tiers.md explains them.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
+#include <stdexcept>
+
+#include "kv_store/heap.h"
+#include "radix/tree_internals.h"
+
+namespace radixkv {
+
+namespace {
+
+[[noreturn]] void bad_host_tier(const std::string& what) {
+  throw std::invalid_argument("RadixTree::add_host_tier: " + what);
+}
+
+}  // namespace
+
+void RadixTree::add_host_tier(HostTierSetup setup) {
+  check_empty("add_host_tier");
+  if (host_tier_) bad_host_tier("the tree has a host tier already");
+  if (setup.pool == nullptr) bad_host_tier("no host pool was given");
+  if (setup.pool == &pool_) bad_host_tier("the host pool must be another pool than the device's");
+  if (setup.copier == nullptr) bad_host_tier("no page copier was given");
+  if (!setup.policy) bad_host_tier("an eviction policy for the host is required");
+  if (!(setup.pool->layout() == pool_.layout())) {
+    bad_host_tier(fmt::format(
+        "the host pool's layout ({}) differs from the device pool's ({}): pages must copy whole",
+        setup.pool->layout().to_string(), pool_.layout().to_string()));
+  }
+  BudgetConfig budget = setup.budget;
+  if (budget.cache_bytes == 0) budget.cache_bytes = setup.pool->capacity_bytes();
+  std::unique_ptr<HostTier> tier;
+  try {
+    tier =
+        std::make_unique<HostTier>(*setup.pool, *setup.copier, std::move(setup.policy),
+                                   CacheBudget(budget, setup.pool->bytes_per_page()), setup.write);
+  } catch (const std::invalid_argument& e) {
+    bad_host_tier(fmt::format("host budget: {}", e.what()));
+  }
+  if (page_hashes()) tier->hashes.assign(tier->pool.capacity_pages(), PageHash{});
+  host_tier_ = std::move(tier);
+}
+
+const PagePool* RadixTree::host_pool() const { return host_tier_ ? &host_tier_->pool : nullptr; }
+const EvictionPolicy* RadixTree::host_policy() const {
+  return host_tier_ ? host_tier_->policy.get() : nullptr;
+}
+const WritePolicy* RadixTree::write_policy() const {
+  return host_tier_ ? &host_tier_->write : nullptr;
+}
+const CacheBudget* RadixTree::host_budget() const {
+  return host_tier_ ? &host_tier_->budget : nullptr;
+}
+uint64_t RadixTree::host_cached_pages() const { return host_tier_ ? host_tier_->cached : 0; }
+uint64_t RadixTree::host_in_flight_pages() const {
+  return host_tier_ ? host_tier_->in_flight.size() : 0;
+}
+uint64_t RadixTree::host_pinned_pages() const { return host_tier_ ? host_tier_->pinned : 0; }
+bool RadixTree::host_indexes_page(PageId page) const {
+  return host_tier_ && page < host_tier_->in_tree.size() && host_tier_->in_tree[page];
+}
+
+HostPart& RadixTree::host_part(RadixNode* node) {
+  if (node->host_ != nullptr) return *node->host_;
+  // One block: the part, then its page array.
+  const size_t bytes = sizeof(HostPart) + size_t{node->capacity_pages_} * sizeof(PageId);
+  void* memory = heap::allocate(bytes);  // throws std::bad_alloc
+  ++stats_.heap_allocations;
+  auto* host = new (memory) HostPart();
+  host->node = node;
+  host->page_ids =
+      static_cast<PageId*>(static_cast<void*>(static_cast<std::byte*>(memory) + sizeof(HostPart)));
+  std::uninitialized_fill_n(host->page_ids, node->capacity_pages_, kInvalidPage);
+  node->host_ = host;
+  return *host;
+}
+
+void RadixTree::sync_device_policy(RadixNode* node) {
+  const bool want = device_evictable(node);
+  if (want == policy_->contains(*node)) return;
+  if (want) {
+    policy_->add(*node);
+  } else {
+    policy_->remove(*node);
+  }
+}
+
+void RadixTree::sync_host_policy(RadixNode* node) {
+  if (node->host_ == nullptr) return;
+  EvictionPolicy& policy = *host_tier_->policy;
+  refresh_host_facts(node);
+  const bool want = host_evictable(node);
+  if (want == policy.contains(*node->host_)) return;
+  if (want) {
+    policy.add(*node->host_);
+  } else {
+    policy.remove(*node->host_);
+  }
+}
+
+// The host entry sees the node's facts, charged with the node's host-only tail.
+void RadixTree::refresh_host_facts(RadixNode* node) {
+  EvictionEntry& entry = *node->host_;
+  entry.last_access = node->last_access;
+  entry.inserted_at = node->inserted_at;
+  entry.hits = node->hits;
+  entry.priority = node->priority;
+  entry.pages = node->edge_pages_ - node->pages;
+  entry.prefix_pages = node->prefix_pages + node->pages;
+}
+
+// Keeps the parent's count of children holding device pages, and its device policy membership.
+void RadixTree::device_count_changed(RadixNode* node, uint32_t before) {
+  if ((before == 0) == (node->pages == 0)) return;
+  RadixNode* parent = node->parent_;
+  if (node->pages > 0) {
+    ++parent->device_children_;
+  } else {
+    --parent->device_children_;
+  }
+  sync_device_policy(parent);
+}
+
+uint64_t RadixTree::host_room() const {
+  const HostTier& h = *host_tier_;
+  // Under write-back, host-only pages of locked nodes are about to be loaded and leave the host.
+  const uint64_t counted = h.write.write_back() ? h.cached - h.pinned : h.cached;
+  const uint64_t budget_room = h.limit_pages > counted ? h.limit_pages - counted : 0;
+  return std::min<uint64_t>(budget_room, h.pool.free_pages());
+}
+
+uint64_t RadixTree::make_host_room(uint64_t n) {
+  HostTier& h = *host_tier_;
+  retire_copies();
+  uint64_t room = host_room();
+  if (room < n && h.pool.free_pages() < n && !h.in_flight.empty()) {
+    // Pages still being read by loads hold the pool: they are free as soon as those finish.
+    h.copier.wait(h.in_flight.back().first);
+    retire_copies();
+    room = host_room();
+  }
+  if (room < n) {
+    evict_host_pages(n - room);
+    room = host_room();
+  }
+  return std::min(room, n);
+}
+
+void RadixTree::wait_node_copies(RadixNode* node) {
+  HostPart* host = node->host_;
+  if (host == nullptr) return;
+  for (CopyTicket* ticket : {&host->load_ticket, &host->write_ticket}) {
+    if (*ticket == 0) continue;
+    if (!host_tier_->copier.done(*ticket)) host_tier_->copier.wait(*ticket);
+    *ticket = 0;
+  }
+}
+
+void RadixTree::release_host_page(RadixNode* node, uint32_t i) {
+  HostTier& h = *host_tier_;
+  HostPart& host = *node->host_;
+  const PageId page = host.page_ids[i];
+  host.page_ids[i] = kInvalidPage;
+  --host.count;
+  h.in_tree[page] = false;
+  --h.cached;
+  h.pool.release(page);
+}
+
+void RadixTree::back_up(RadixNode* node) {
+  HostTier& h = *host_tier_;
+  uint32_t missing = node->pages;
+  if (node->host_ != nullptr) missing -= node->host_->count - (node->edge_pages_ - node->pages);
+  if (missing == 0) return;
+  HostPart* host = nullptr;
+  try {
+    host = &host_part(node);
+  } catch (const std::bad_alloc&) {
+    stats_.skipped_writes += missing;  // a copy is an optimisation: no memory, no copy
+    return;
+  }
+  uint64_t room = make_host_room(missing);
+  std::vector<PageId>& fresh = h.fresh;
+  fresh.clear();
+  if (!h.pool.allocate(static_cast<uint32_t>(room), fresh)) room = 0;  // room <= free pages
+  h.transfers.clear();
+  for (uint32_t i = 0, used = 0; i < node->pages; ++i) {
+    if (host->page_ids[i] != kInvalidPage) continue;
+    if (used == room) {
+      ++stats_.skipped_writes;
+      continue;
+    }
+    const PageId page = fresh[used++];
+    host->page_ids[i] = page;
+    ++host->count;
+    h.in_tree[page] = true;
+    ++h.cached;
+    if (page_hashes()) h.hashes[page] = device_hashes_[node->pages_[i]];
+    h.transfers.push_back({node->pages_[i], page});
+    if (events_) emit_stored(Tier::kHost, node, i, 1);
+  }
+  if (h.transfers.empty()) return;
+  host->write_ticket = h.last_ticket = h.copier.copy(pool_, h.pool, h.transfers);
+  stats_.written_pages += h.transfers.size();
+}
+
+void RadixTree::back_up_hot_path(RadixNode* node) {
+  const uint32_t hits = host_tier_->write.hits;
+  for (RadixNode* x = node; !x->is_root(); x = x->parent_) {
+    const uint32_t host_only = x->edge_pages_ - x->pages;
+    const bool backed = x->host_ != nullptr && x->host_->count - host_only == x->pages;
+    if (x->hits >= hits && x->pages > 0 && !backed) back_up(x);
+  }
+}
+
+namespace {
+
+// The nodes of the path ending at `end` that hold host-only pages, top-down: by invariant 1 they
+// are the bottom of the path. Returns how many host-only pages they hold.
+uint32_t host_run(RadixNode* end, std::vector<RadixNode*>& run) {
+  run.clear();
+  uint32_t pages = 0;
+  for (RadixNode* x = end; !x->is_root() && x->device_pages() < x->num_pages(); x = x->parent()) {
+    run.push_back(x);
+    pages += x->num_pages() - x->device_pages();
+  }
+  std::reverse(run.begin(), run.end());
+  return pages;
+}
+
+}  // namespace
+
+uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> device_pages,
+                                     CopyTicket ticket) {
+  HostTier& h = *host_tier_;
+  std::vector<RadixNode*> run;
+  host_run(end, run);
+  uint32_t k = 0;
+  for (RadixNode* x : run) {
+    HostPart& host = *x->host_;
+    const uint32_t before = x->pages;
+    const uint32_t n = x->edge_pages_ - before;
+    for (uint32_t i = before; i < x->edge_pages_; ++i) {
+      const PageId page = device_pages[k++];
+      x->pages_[i] = page;
+      pool_.retain(page);
+      if (page_hashes()) device_hashes_[page] = h.hashes[host.page_ids[i]];
+    }
+    x->pages = x->edge_pages_;
+    cached_pages_ += n;
+    if (x->lock_count_ > 0) {
+      protected_pages_ += n;
+      h.pinned -= n;
+    }
+    if (events_) emit_stored(Tier::kDevice, x, before, n);
+    if (h.write.write_back()) {
+      // The host copies leave the trie: at once, or when the load reading them is done.
+      for (uint32_t i = before; i < x->edge_pages_; ++i) {
+        if (events_) emit_removed(Tier::kHost, x, i);
+        if (ticket == 0) {
+          release_host_page(x, i);
+          continue;
+        }
+        h.in_flight.emplace_back(ticket, host.page_ids[i]);
+        h.in_tree[host.page_ids[i]] = false;
+        host.page_ids[i] = kInvalidPage;
+        --host.count;
+        --h.cached;
+      }
+    }
+    if (ticket != 0) host.load_ticket = ticket;
+    device_count_changed(x, before);
+    sync_device_policy(x);
+    sync_host_policy(x);
+  }
+  return k;
+}
+
+CopyTicket RadixTree::load(RadixNode* end, std::span<const PageId> device_pages) {
+  check_node(end, "load");
+  if (end->lock_count_ == 0) {
+    throw std::invalid_argument("RadixTree::load: the match's end node must be locked");
+  }
+  std::vector<RadixNode*> run;
+  const uint32_t wanted = host_tier_ ? host_run(end, run) : 0;
+  if (device_pages.size() != wanted) {
+    throw std::invalid_argument(fmt::format(
+        "RadixTree::load: {} device pages were given for {} host-only pages on the path",
+        device_pages.size(), wanted));
+  }
+  if (wanted == 0) return 0;
+  for (size_t i = 0; i < device_pages.size(); ++i) {
+    const PageId page = device_pages[i];
+    std::string problem;
+    if (!pool_.contains(page)) {
+      problem = "is not in the pool";
+    } else if (pool_.refcount(page) == 0) {
+      problem = "is free: the caller must hold a reference";
+    } else if (in_tree_[page]) {
+      problem = "is already indexed by the tree (or given twice)";
+    }
+    if (!problem.empty()) {
+      for (size_t j = 0; j < i; ++j) in_tree_[device_pages[j]] = false;
+      throw std::invalid_argument(
+          fmt::format("RadixTree::load: device page {} at index {} {}", page, i, problem));
+    }
+    in_tree_[page] = true;
+  }
+  HostTier& h = *host_tier_;
+  h.transfers.clear();
+  uint32_t k = 0;
+  for (const RadixNode* x : run) {
+    for (uint32_t i = x->pages; i < x->edge_pages_; ++i) {
+      h.transfers.push_back({x->host_->page_ids[i], device_pages[k++]});
+    }
+  }
+  CopyTicket ticket;
+  try {
+    ticket = h.copier.copy(h.pool, pool_, h.transfers);
+  } catch (...) {
+    for (PageId page : device_pages) in_tree_[page] = false;
+    throw;
+  }
+  h.last_ticket = h.last_load = ticket;
+  promote_host_run(end, device_pages, ticket);
+  stats_.loaded_pages += wanted;
+  return ticket;
+}
+
+CopyTicket RadixTree::pending_load(const RadixNode* end) {
+  if (!host_tier_ || host_tier_->last_load == 0) return 0;
+  PageCopier& copier = host_tier_->copier;
+  if (copier.done(host_tier_->last_load)) {
+    host_tier_->last_load = 0;
+    return 0;
+  }
+  CopyTicket latest = 0;
+  for (const RadixNode* x = end; !x->is_root(); x = x->parent_) {
+    if (x->host_ == nullptr || x->host_->load_ticket == 0) continue;
+    if (copier.done(x->host_->load_ticket)) {
+      x->host_->load_ticket = 0;
+    } else {
+      latest = std::max(latest, x->host_->load_ticket);
+    }
+  }
+  return latest;
+}
+
+bool RadixTree::copy_done(CopyTicket ticket) {
+  return ticket == 0 || !host_tier_ || host_tier_->copier.done(ticket);
+}
+
+void RadixTree::wait_copy(CopyTicket ticket) {
+  if (ticket != 0 && host_tier_) host_tier_->copier.wait(ticket);
+  if (host_tier_) retire_copies();
+}
+
+uint64_t RadixTree::retire_copies() {
+  if (!host_tier_) return 0;
+  HostTier& h = *host_tier_;
+  uint64_t retired = 0;
+  while (!h.in_flight.empty() && h.copier.done(h.in_flight.front().first)) {
+    h.pool.release(h.in_flight.front().second);
+    h.in_flight.pop_front();
+    ++retired;
+  }
+  return retired;
+}
+
+uint64_t RadixTree::evict_tiered(uint64_t n) {
+  HostTier& h = *host_tier_;
+  retire_copies();
+  // Under write-back every evicted page needs a host page. Room is made for all of them first;
+  // where the host cannot make enough, the oldest victims leave the trie and the newest go to the
+  // host, as one LRU cache over both tiers would keep the newest.
+  const uint64_t want = std::min(n, evictable_pages());
+  uint64_t room = h.write.write_back() ? make_host_room(want) : 0;
+  uint64_t to_drop = h.write.write_back() ? want - room : 0;
+  std::vector<PageId>& fresh = h.fresh;
+  fresh.clear();
+  if (room > 0 && !h.pool.allocate(static_cast<uint32_t>(room), fresh)) room = 0;
+  h.transfers.clear();
+  h.sources.clear();
+  uint64_t released = 0, used = 0;
+  for (; released < n; ++released) {
+    EvictionEntry* entry = policy_->victim();
+    if (entry == nullptr) break;
+    auto* x = static_cast<RadixNode*>(entry);
+    wait_node_copies(x);
+    const uint32_t i = x->pages - 1;
+    const PageId page = x->pages_[i];
+    bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
+    bool written = false;
+    if (!on_host && to_drop == 0 && used < fresh.size()) {
+      try {
+        HostPart& host = host_part(x);
+        const PageId copy = fresh[used++];
+        host.page_ids[i] = copy;
+        ++host.count;
+        h.in_tree[copy] = true;
+        ++h.cached;
+        if (page_hashes()) h.hashes[copy] = device_hashes_[page];
+        h.transfers.push_back({page, copy});
+        h.sources.push_back(page);  // released once the copy is done
+        if (events_) emit_stored(Tier::kHost, x, i, 1);
+        on_host = written = true;
+      } catch (const std::bad_alloc&) {
+        // No memory for the node's host part: the page leaves the trie instead.
+      }
+    }
+    if (!on_host) {
+      if (to_drop > 0) --to_drop;
+      const DropResult dropped = drop_from(x, i);
+      stats_.dropped_pages += dropped.pages;
+      stats_.evicted_nodes += dropped.nodes;
+      continue;
+    }
+    if (events_) emit_removed(Tier::kDevice, x, i);
+    if (!written) pool_.release(page);
+    in_tree_[page] = false;
+    x->pages_[i] = kInvalidPage;
+    const uint32_t before = x->pages--;
+    --cached_pages_;
+    device_count_changed(x, before);
+    sync_device_policy(x);
+    sync_host_policy(x);
+  }
+  // Host pages set aside but not used (fewer victims than expected) go back.
+  if (used < fresh.size()) h.pool.release(std::span<const PageId>(fresh).subspan(used));
+  if (!h.transfers.empty()) {
+    h.last_ticket = h.copier.copy(pool_, h.pool, h.transfers);
+    h.copier.wait(h.last_ticket);
+    pool_.release(h.sources);
+    stats_.written_pages += h.transfers.size();
+  }
+  stats_.evicted_pages += released;
+  return released;
+}
+
+RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
+  HostTier& h = *host_tier_;
+  DropResult result;
+  // Releases edge pages [from, edge) of x on both tiers, telling the events which tier each page
+  // leaves the trie from (the lowest that holds it).
+  const auto release_pages = [&](RadixNode* x, uint32_t from) {
+    wait_node_copies(x);
+    for (uint32_t i = from; i < x->edge_pages_; ++i) {
+      const bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
+      if (events_) emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i);
+      if (i < x->pages) {
+        if (events_) emit_removed(Tier::kDevice, x, i);
+        in_tree_[x->pages_[i]] = false;
+        pool_.release(x->pages_[i]);
+        x->pages_[i] = kInvalidPage;
+        --cached_pages_;
+      }
+      if (on_host) {
+        if (events_) emit_removed(Tier::kHost, x, i);
+        release_host_page(x, i);
+      }
+      ++result.pages;
+    }
+  };
+  // Everything below `node` first (host-only, since the caller evicts node's device tail or
+  // erases a leaf).
+  std::vector<RadixNode*> stack;
+  node->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
+  node->children_.clear();
+  node->device_children_ = 0;
+  while (!stack.empty()) {
+    RadixNode* x = stack.back();
+    stack.pop_back();
+    x->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
+    release_pages(x, 0);
+    if (policy_->contains(*x)) policy_->remove(*x);
+    if (x->host_ != nullptr && h.policy->contains(*x->host_)) h.policy->remove(*x->host_);
+    destroy_node(x);
+    ++result.nodes;
+  }
+  const uint32_t before = node->pages;
+  release_pages(node, first);
+  node->pages = std::min(node->pages, first);
+  node->edge_pages_ = first;
+  device_count_changed(node, before);
+  if (first == 0) {
+    remove_leaf(node);
+    ++result.nodes;
+  } else {
+    sync_device_policy(node);
+    sync_host_policy(node);
+  }
+  return result;
+}
+
+void RadixTree::evict_one_host_page(RadixNode* leaf) {
+  wait_node_copies(leaf);
+  const uint32_t tail = leaf->edge_pages_ - 1;  // on the host only: the leaf is host-evictable
+  if (events_) {
+    emit_dropping(Tier::kHost, leaf, tail);
+    emit_removed(Tier::kHost, leaf, tail);
+  }
+  release_host_page(leaf, tail);
+  --leaf->edge_pages_;
+  ++stats_.host_evicted_pages;
+  if (leaf->edge_pages_ == 0) {
+    remove_leaf(leaf);
+    ++stats_.evicted_nodes;
+    return;
+  }
+  sync_host_policy(leaf);
+}
+
+uint64_t RadixTree::evict_host_pages(uint64_t n) {
+  if (!host_tier_) return 0;
+  uint64_t evicted = 0;
+  for (; evicted < n; ++evicted) {
+    EvictionEntry* entry = host_tier_->policy->victim();
+    if (entry == nullptr) break;
+    evict_one_host_page(static_cast<HostPart*>(entry)->node);  // it links only HostParts
+  }
+  return evicted;
+}
+
+uint64_t RadixTree::enforce_host_watermarks() {
+  if (!host_tier_) return 0;
+  HostTier& h = *host_tier_;
+  retire_copies();
+  const uint64_t counted = h.write.write_back() ? h.cached - h.pinned : h.cached;
+  const uint64_t excess = h.budget.excess_pages(counted);
+  return excess == 0 ? 0 : evict_host_pages(excess);
+}
+
+}  // namespace radixkv

@@ -1,0 +1,43 @@
+// TierEvents: the observer the radix tree tells about every change of a page's tiers, in the order
+// it applies them. The KV events of a serving engine (vLLM's BlockStored / BlockRemoved /
+// AllBlocksCleared, with the tier as `medium`) are built on it.
+//
+//   stored(tier, ns, parent, hashes, tokens)   pages entered `tier`: `hashes` name consecutive
+//       pages of one path, `parent` the page before the first (none at a namespace root), and
+//       `tokens` are the tokens of those pages (hashes.size() * page_tokens).
+//   removed(tier, hashes)                      pages left `tier` (they may stay on another).
+//   cleared()                                  every page left every tier.
+//   flush()                                    the end of one runtime call: one batch per call.
+//   dropping(tier, hash, page)                 called synchronously just before a page leaves the
+//       trie for good from `tier` (the lowest local tier that held it), while page `page` of that
+//       tier's pool still holds its bytes, so that a writer (the remote tier) can copy them out.
+//       Not a change of tiers: the removed() event follows.
+// A consumer that applies stored/removed/cleared in order holds exactly the trie's page set per
+// tier. Page hashes are radix/page_hash.h's. Calls come from the thread that owns the tree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "kv_store/page_backend.h"
+#include "radix/page_hash.h"
+
+namespace radixkv {
+
+enum class Tier : uint8_t { kDevice, kHost };
+std::string_view to_string(Tier tier);
+
+class TierEvents {
+ public:
+  virtual ~TierEvents() = default;
+  virtual void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
+                      std::span<const PageHash> hashes, std::span<const TokenId> tokens) = 0;
+  virtual void removed(Tier tier, std::span<const PageHash> hashes) = 0;
+  virtual void cleared() = 0;
+  virtual void flush() {}
+  virtual void dropping(Tier, const PageHash&, PageId) {}
+};
+
+}  // namespace radixkv
