@@ -61,6 +61,13 @@ uint64_t RadixTree::host_cached_pages() const { return host_tier_ ? host_tier_->
 uint64_t RadixTree::host_in_flight_pages() const {
   return host_tier_ ? host_tier_->in_flight.size() : 0;
 }
+std::vector<PageId> RadixTree::host_in_flight_page_ids() const {
+  std::vector<PageId> pages;
+  if (host_tier_) {
+    for (const auto& [ticket, page] : host_tier_->in_flight) pages.push_back(page);
+  }
+  return pages;
+}
 uint64_t RadixTree::host_pinned_pages() const { return host_tier_ ? host_tier_->pinned : 0; }
 bool RadixTree::host_indexes_page(PageId page) const {
   return host_tier_ && page < host_tier_->in_tree.size() && host_tier_->in_tree[page];

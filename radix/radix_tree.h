@@ -162,6 +162,7 @@ class RadixTree final : public Evictor {
   const CacheBudget* host_budget() const;
   uint64_t host_cached_pages() const;
   uint64_t host_in_flight_pages() const;
+  std::vector<PageId> host_in_flight_page_ids() const;
   // Host pages of locked nodes that are on the host only (a load about to take them).
   uint64_t host_pinned_pages() const;
   bool host_indexes_page(PageId page) const;

@@ -17,6 +17,21 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
   return CacheBudget(budget, pool.bytes_per_page());
 }
 
+// The host tier of `config`, ready for RadixTree::add_host_tier(); errors name the host tier.
+HostTierSetup host_setup(const HostTierConfig& host) {
+  HostTierSetup setup;
+  setup.pool = host.pool;
+  setup.copier = host.copier;
+  setup.budget = {host.cache_bytes, host.high_watermark, host.low_watermark};
+  try {
+    setup.policy = make_policy(host.policy);
+    setup.write = WritePolicy::parse(host.write_policy);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("host tier: {}", e.what()));
+  }
+  return setup;
+}
+
 uint32_t pages_for_tokens(uint64_t tokens, uint32_t page_tokens) {
   return static_cast<uint32_t>((tokens + page_tokens - 1) / page_tokens);
 }
@@ -51,7 +66,11 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
     : pool_(pool),
       page_tokens_(pool.layout().page_tokens),
       tree_(pool, make_policy(config.policy)),
-      allocator_(pool, tree_, make_budget(pool, config)) {}
+      allocator_(pool, tree_, make_budget(pool, config)) {
+  if (config.host.pool != nullptr) tree_.add_host_tier(host_setup(config.host));
+  if (config.page_hashes) tree_.enable_page_hashes();
+  if (config.events != nullptr) tree_.set_tier_events(config.events);
+}
 
 PrefixCacheRuntime::~PrefixCacheRuntime() {
   // The tree refuses to die with locks held; sequences give theirs back first.
@@ -149,6 +168,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
   for (PageId page : s.block_table) pool_.retain(page);
+  // The device run; a host run follows it (MatchResult), loaded into pages allocated below.
   const uint32_t matched_pages = static_cast<uint32_t>(s.block_table.size());
 
   const AllocResult alloc = allocator_.allocate(total_pages - matched_pages, s.block_table);
@@ -162,7 +182,18 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
     result.status = RuntimeStatus::kNoSpace;
     result.short_pages = alloc.short_pages;
     ++stats_.admit_no_space;
+    end_call();
     return result;
+  }
+  // The host run becomes device pages of the trie now, in the pages just allocated after the
+  // device run; the copies run while the caller may do other work.
+  const uint32_t host_pages = match.host_tokens() / page_tokens_;
+  CopyTicket ticket = 0;
+  if (host_pages > 0) {
+    ticket = tree_.load(match.node,
+                        std::span<const PageId>(s.block_table).subspan(matched_pages, host_pages));
+  } else if (tree_.has_host_tier()) {
+    ticket = tree_.pending_load(match.node);
   }
 
   s.request_id = request.id;
@@ -173,7 +204,8 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.prompt_tokens = static_cast<uint32_t>(len);
   s.reused_tokens = match.tokens;
   s.computed_tokens = match.tokens;
-  s.committed_pages = matched_pages;
+  s.committed_pages = matched_pages + host_pages;
+  s.load_ticket = ticket;
   s.locked = match.node;
   s.tokens.assign(request.prompt.begin(), request.prompt.end());
   ++live_;
@@ -181,12 +213,18 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   ++stats_.admits;
   stats_.prompt_tokens += len;
   stats_.reused_tokens += match.tokens;
+  stats_.device_hit_tokens += match.device_tokens;
+  stats_.host_hit_tokens += match.host_tokens();
   stats_.prefill_tokens += len - match.tokens;
 
   result.seq = {slot, s.generation};
   result.reused_tokens = match.tokens;
   result.position_offset = match.tokens;
+  result.device_hit_tokens = match.device_tokens;
+  result.host_hit_tokens = match.host_tokens();
+  result.load_ticket = ticket;
   result.block_table = s.block_table;
+  end_call();
   return result;
 }
 
@@ -200,12 +238,14 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
     if (!alloc.ok()) {
       result.status = RuntimeStatus::kNoSpace;
       ++stats_.extend_no_space;
+      end_call();
       return result;
     }
     result.new_page = true;
   }
   s.tokens.push_back(token);
   ++stats_.decode_tokens;
+  end_call();
   return result;
 }
 
@@ -231,6 +271,7 @@ CommitResult PrefixCacheRuntime::commit(SeqHandle seq, uint32_t computed_tokens)
   s.computed_tokens = computed_tokens;
   const CommitResult result = insert_computed(s);
   if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();
+  end_call();
   return result;
 }
 
@@ -290,6 +331,7 @@ CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
   // Also without new pages: the ones just unpinned may be what a commit above the high watermark
   // could not evict while they were locked. An O(1) check while under high.
   stats_.evicted_pages += allocator_.enforce_watermarks();
+  end_call();
   return result;
 }
 
@@ -298,6 +340,32 @@ void PrefixCacheRuntime::abort(SeqHandle seq) {
   release_sequence(s, SeqState::kAborted);
   ++stats_.aborts;
   stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish
+  end_call();
+}
+
+// The end of every call that may have changed the cache: the host keeps to its watermarks, and
+// the tier events of the call go out as one batch.
+void PrefixCacheRuntime::end_call() {
+  tree_.enforce_host_watermarks();
+  tree_.flush_events();
+}
+
+bool PrefixCacheRuntime::load_done(LoadTicket ticket) {
+  if (!tree_.copy_done(ticket)) return false;
+  tree_.retire_copies();
+  return true;
+}
+
+void PrefixCacheRuntime::wait_load(LoadTicket ticket) { tree_.wait_copy(ticket); }
+
+void PrefixCacheRuntime::clear_cache() {
+  if (live_ != 0) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::clear_cache: {} sequences are live; finish or abort them first",
+        live_));
+  }
+  tree_.clear();
+  tree_.flush_events();
 }
 
 void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
@@ -306,6 +374,7 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
   s.block_table.clear();
   s.tokens.clear();
   s.locked = nullptr;
+  s.load_ticket = 0;
   s.state = end_state;
   --live_;
   free_slots_.push_back(static_cast<uint32_t>(&s - slots_.data()));
@@ -314,6 +383,7 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
 uint64_t PrefixCacheRuntime::evict(uint64_t pages) {
   const uint64_t released = tree_.evict_pages(pages);
   stats_.evicted_pages += released;
+  end_call();
   return released;
 }
 

@@ -6,6 +6,12 @@
 //   admit(request)    matches the prompt cut to floor((len-1)/P)*P, locks the match, shares its
 //                     pages, allocates private pages for the rest. position_offset == reused
 //                     tokens: the model computes positions offset .. len-1, never restarting at 0.
+//                     With a host tier the match is a device run, then a host run: admit
+//                     allocates device pages for the host run, starts copying it there (the pages
+//                     are device pages of the trie at once) and returns load_ticket; the caller
+//                     must not compute before load_done(ticket) (or after wait_load(ticket)).
+//                     reused_tokens = device_hit_tokens + host_hit_tokens. A match that ends in
+//                     pages another request is still loading gets a ticket covering that load.
 //   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
 //                     full pages of that prefix into the tree, switches the block table to the
 //                     tree's canonical pages where the tree already had them, then releases the
@@ -32,7 +38,12 @@
 // anything changes.
 //
 // Page accounting: every page's refcount == (tree indexes it) + (live block tables holding it);
-// capacity == free + cached + private. check_accounting() verifies it.
+// capacity == free + cached + private. Host tier: every host page's refcount == (tree indexes it)
+// + (a running copy holds it); host capacity == free + cached + in flight. check_accounting()
+// verifies both.
+//
+// Tier events (RuntimeConfig::events, radix/tier_events.h): the tree reports every change of a
+// page's tiers as it applies it; each public call that changes the cache ends with one flush().
 //
 // Destruction aborts every live sequence, then releases the tree. Not thread-safe: one scheduler
 // thread owns it.
@@ -51,12 +62,30 @@
 
 namespace radixkv {
 
+// The host tier under the device pool (radix/tier_config.h, docs/tiers.md).
+struct HostTierConfig {
+  PagePool* pool = nullptr;      // the host tier's pages; nullptr: no host tier
+  PageCopier* copier = nullptr;  // copies between the two pools; required with a pool
+  uint64_t cache_bytes = 0;      // budget of cached host pages; 0 means the whole host pool
+  // Once cached host pages pass high, the host evicts down to low (checked after each call);
+  // a copy to a full host evicts just what it needs.
+  double high_watermark = 1.0;
+  double low_watermark = 1.0;
+  std::string policy = "lru";               // any make_policy() spec
+  std::string write_policy = "write_back";  // WritePolicy::parse()
+};
+
 struct RuntimeConfig {
   uint64_t cache_bytes = 0;  // budget of cached pages; 0 means the whole pool
   double high_watermark = 0.95;
   double low_watermark = 0.85;
   std::string policy = "lru";
+  HostTierConfig host;
+  TierEvents* events = nullptr;  // told of every change of tiers; turns page hashes on
+  bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
 };
+
+using LoadTicket = CopyTicket;  // 0: nothing to wait for
 
 struct Request {
   uint64_t id = 0;  // the caller's label, used in error messages; need not be unique
@@ -71,8 +100,11 @@ std::string_view to_string(RuntimeStatus status);
 struct AdmitResult {
   RuntimeStatus status = RuntimeStatus::kOk;
   SeqHandle seq;                        // valid only when ok()
-  uint32_t reused_tokens = 0;           // KV taken from the cache
+  uint32_t reused_tokens = 0;           // KV taken from the cache, from either tier
   uint32_t position_offset = 0;         // first position to compute; == reused_tokens
+  uint32_t device_hit_tokens = 0;       // of reused_tokens: already on the device
+  uint32_t host_hit_tokens = 0;         // of reused_tokens: loaded from the host tier
+  LoadTicket load_ticket = 0;           // compute only once load_done(load_ticket)
   std::span<const PageId> block_table;  // valid until the sequence changes
   uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
   uint64_t short_pages = 0;             // when refused: pages still missing
@@ -98,18 +130,21 @@ struct RuntimeStats {
   uint64_t extend_no_space = 0;
   uint64_t finishes = 0;
   uint64_t aborts = 0;
-  uint64_t prompt_tokens = 0;    // over admitted requests
-  uint64_t reused_tokens = 0;    // prompt tokens served from the cache
-  uint64_t prefill_tokens = 0;   // prompt tokens to compute: prompt - reused
-  uint64_t decode_tokens = 0;    // tokens appended by append_token
-  uint64_t committed_pages = 0;  // pages handed to the tree
-  uint64_t duplicate_pages = 0;  // computed pages the tree already had
-  uint64_t evicted_pages = 0;    // by allocation, watermarks and evict()
+  uint64_t prompt_tokens = 0;      // over admitted requests
+  uint64_t reused_tokens = 0;      // prompt tokens served from the cache
+  uint64_t device_hit_tokens = 0;  // of which on the device at admit
+  uint64_t host_hit_tokens = 0;    // of which loaded from the host tier
+  uint64_t prefill_tokens = 0;     // prompt tokens to compute: prompt - reused
+  uint64_t decode_tokens = 0;      // tokens appended by append_token
+  uint64_t committed_pages = 0;    // pages handed to the tree
+  uint64_t duplicate_pages = 0;    // computed pages the tree already had
+  uint64_t evicted_pages = 0;      // by allocation, watermarks and evict()
 };
 
 class PrefixCacheRuntime {
  public:
-  // `pool` must outlive the runtime. Throws std::invalid_argument for a bad budget or policy.
+  // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
+  // std::invalid_argument for a bad budget, policy, write policy or host tier.
   PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {});
   ~PrefixCacheRuntime();
   PrefixCacheRuntime(const PrefixCacheRuntime&) = delete;
@@ -121,6 +156,14 @@ class PrefixCacheRuntime {
   CommitResult commit(SeqHandle seq, uint32_t computed_tokens);
   CommitResult finish(SeqHandle seq);
   void abort(SeqHandle seq);
+
+  // Loading from the host tier: whether the copies of `ticket` (from admit) are done; wait_load
+  // blocks until they are. Ticket 0 is always done.
+  bool load_done(LoadTicket ticket);
+  void wait_load(LoadTicket ticket);
+  // Drops every cached page of every tier (TierEvents::cleared()). Throws std::logic_error while
+  // a sequence is live.
+  void clear_cache();
 
   // Throws std::logic_error unless `seq` is live.
   SequenceView view(SeqHandle seq) const;
@@ -135,13 +178,15 @@ class PrefixCacheRuntime {
   void set_now(double seconds) { now_ = seconds; }
   double now() const { return now_; }
 
-  // Evicts up to n evictable cache pages in policy order; returns how many were released.
+  // Evicts up to n evictable device cache pages in policy order (to the host tier under
+  // write-back); returns how many were released.
   uint64_t evict(uint64_t pages);
 
   // Walks the tree and every live sequence; throws std::logic_error describing the first page
   // whose refcount is not (tree reference) + (block tables holding it), a sequence whose committed
   // pages and tokens are not exactly the path to its locked node, or a broken identity
-  // capacity == free + cached + private. Returns the private page count.
+  // capacity == free + cached + private; with a host tier, the same for host pages against the
+  // tree and the copies in flight. Returns the private page count.
   uint64_t check_accounting() const;
 
   const RuntimeStats& stats() const { return stats_; }
@@ -157,6 +202,8 @@ class PrefixCacheRuntime {
   CommitResult insert_computed(Sequence& s);
   void release_sequence(Sequence& s, SeqState end_state);
   void check_computed(const Sequence& s, uint32_t computed_tokens, const char* operation) const;
+  void end_call();
+  void check_host_accounting() const;
 
   PagePool& pool_;
   uint32_t page_tokens_;

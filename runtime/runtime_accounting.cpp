@@ -92,7 +92,37 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
     fail(fmt::format("capacity {} != free {} + cached {} + private {}", capacity, free_pages,
                      tree_.cached_pages(), private_pages));
   }
+  if (tree_.has_host_tier()) check_host_accounting();
   return private_pages;
+}
+
+// Host pages: each is held by the tree (a cached host copy) or by a copy still running (a load's
+// source under write-back), never both, and nobody else.
+void PrefixCacheRuntime::check_host_accounting() const {
+  const auto fail = [](const std::string& what) {
+    throw std::logic_error("PrefixCacheRuntime::check_accounting: host tier: " + what);
+  };
+  const PagePool& host = *tree_.host_pool();
+  std::vector<uint32_t> expected(host.capacity_pages(), 0);
+  for (PageId p = 0; p < host.capacity_pages(); ++p) expected[p] = tree_.host_indexes_page(p);
+  const std::vector<PageId> in_flight = tree_.host_in_flight_page_ids();
+  for (PageId page : in_flight) ++expected[page];
+  uint64_t free_pages = 0;
+  for (PageId p = 0; p < host.capacity_pages(); ++p) {
+    if (host.refcount(p) != expected[p]) {
+      fail(fmt::format("page {} has refcount {}, expected {} (tree and copies in flight)", p,
+                       host.refcount(p), expected[p]));
+    }
+    free_pages += expected[p] == 0 ? 1 : 0;
+  }
+  if (free_pages != host.free_pages()) {
+    fail(fmt::format("{} unreferenced pages but {} on the free list", free_pages,
+                     host.free_pages()));
+  }
+  if (host.capacity_pages() != free_pages + tree_.host_cached_pages() + in_flight.size()) {
+    fail(fmt::format("capacity {} != free {} + cached {} + in flight {}", host.capacity_pages(),
+                     free_pages, tree_.host_cached_pages(), in_flight.size()));
+  }
 }
 
 }  // namespace radixkv

@@ -49,6 +49,7 @@ struct SequenceView {
   uint32_t reused_tokens = 0;
   uint32_t computed_tokens = 0;
   uint32_t committed_pages = 0;
+  CopyTicket load_ticket = 0;  // the load admit started or joined (0: none)
   std::span<const TokenId> tokens;
   std::span<const PageId> block_table;
 };
@@ -64,13 +65,14 @@ struct Sequence {
   uint32_t reused_tokens = 0;
   uint32_t computed_tokens = 0;
   uint32_t committed_pages = 0;
+  CopyTicket load_ticket = 0;
   RadixNode* locked = nullptr;
   std::vector<TokenId> tokens;
   std::vector<PageId> block_table;
 
   SequenceView view() const {
-    return {request_id,    name_space,      priority,        state,  prompt_tokens,
-            reused_tokens, computed_tokens, committed_pages, tokens, block_table};
+    return {request_id,      name_space,      priority,    state,  prompt_tokens, reused_tokens,
+            computed_tokens, committed_pages, load_ticket, tokens, block_table};
   }
 };
 

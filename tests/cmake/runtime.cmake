@@ -4,3 +4,7 @@ radixkv_add_test(test_runtime
   SOURCES test_runtime.cpp test_runtime_equivalence.cpp runtime_conversation.cpp
           tiny_transformer.cpp
   LIBS radixkv_runtime)
+
+# Issue 15: the host tier in the tree (hand-worked cases, the two-tier page oracle, the exclusive
+# LRU hierarchy against the single-tier oracle) and in the runtime (loads, tier events).
+radixkv_add_test(test_tiers SOURCES test_tiers.cpp test_runtime_tiers.cpp LIBS radixkv_runtime)

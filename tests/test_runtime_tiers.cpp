@@ -1,0 +1,206 @@
+// PrefixCacheRuntime with a host tier: admit reports the device and host runs, loads the host run
+// into the block table and hands out a ticket that pages still loading share; refusals leak
+// nothing in either tier; loading sequences may end before their load does; bad configuration is
+// refused by name.
+#include <doctest/doctest.h>
+
+#include "runtime/prefix_cache_runtime.h"
+#include "tests/cache_fixture.h"
+#include "tests/test_copier.h"
+
+using namespace radixkv;
+using radixkv::testing::iota_tokens;
+using radixkv::testing::TestCopier;
+
+namespace {
+
+struct TieredRuntime {
+  explicit TieredRuntime(uint32_t page_tokens, uint32_t device_pages = 64, uint32_t host_pages = 64,
+                         std::string write = "write_back", bool deferred = true)
+      : layout{1, 1, 4, 2, page_tokens},
+        pool(layout, device_pages),
+        host(layout, host_pages),
+        copier(deferred),
+        runtime(pool, config(std::move(write))) {}
+
+  RuntimeConfig config(std::string write) {
+    RuntimeConfig c;
+    c.high_watermark = 1.0;
+    c.low_watermark = 1.0;
+    c.host.pool = &host;
+    c.host.copier = &copier;
+    c.host.write_policy = std::move(write);
+    return c;
+  }
+
+  // Admits, waits for any load, commits the whole prompt and finishes.
+  AdmitResult serve(const std::vector<TokenId>& prompt, Namespace ns = 0) {
+    const AdmitResult r = runtime.admit({1, ns, prompt});
+    REQUIRE(r.ok());
+    runtime.wait_load(r.load_ticket);
+    runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+    runtime.finish(r.seq);
+    runtime.check_accounting();
+    return r;
+  }
+
+  KvLayout layout;
+  PagePool pool;
+  PagePool host;
+  TestCopier copier;
+  PrefixCacheRuntime runtime;
+};
+
+}  // namespace
+
+TEST_CASE("admit loads the host run: offset = device + host hits, a ticket, then the pages") {
+  for (uint32_t P : {2u, 4u}) {
+    CAPTURE(P);
+    TieredRuntime f(P);
+    const auto prompt = iota_tokens(4 * P + 1);  // four full pages and one token
+    f.serve(prompt);
+    CHECK(f.runtime.tree().cached_pages() == 4);
+    CHECK(f.runtime.evict(3) == 3);  // pages 1..3 to the host
+    f.copier.wait(f.copier.issued());
+    f.runtime.check_accounting();
+    CHECK(f.runtime.tree().host_cached_pages() == 3);
+
+    const AdmitResult a = f.runtime.admit({2, 0, prompt});
+    REQUIRE(a.ok());
+    CHECK(a.reused_tokens == 4 * P);
+    CHECK(a.position_offset == 4 * P);
+    CHECK(a.device_hit_tokens == P);
+    CHECK(a.host_hit_tokens == 3 * P);
+    CHECK(a.load_ticket != 0);
+    CHECK_FALSE(f.runtime.load_done(a.load_ticket));
+    REQUIRE(a.block_table.size() == 5);
+    // The block table's loaded pages are the trie's device pages already.
+    for (uint32_t i = 0; i < 4; ++i) CHECK(f.runtime.tree().indexes_page(a.block_table[i]));
+    CHECK_FALSE(f.runtime.tree().indexes_page(a.block_table[4]));
+    CHECK(f.runtime.view(a.seq).load_ticket == a.load_ticket);
+    CHECK(f.runtime.tree().host_in_flight_pages() == 3);  // write-back: freed when done
+    CHECK(f.runtime.check_accounting() == 1);
+    // A second request over the same pages while they load shares the ticket.
+    const AdmitResult b = f.runtime.admit({3, 0, prompt});
+    REQUIRE(b.ok());
+    CHECK(b.device_hit_tokens == 4 * P);
+    CHECK(b.host_hit_tokens == 0);
+    CHECK(b.load_ticket == a.load_ticket);
+    f.runtime.wait_load(a.load_ticket);
+    CHECK(f.runtime.load_done(a.load_ticket));
+    CHECK(f.runtime.tree().host_in_flight_pages() == 0);
+    CHECK(f.runtime.tree().host_cached_pages() == 0);
+    CHECK(f.host.free_pages() == f.host.capacity_pages());
+    f.runtime.check_accounting();
+    // Once loaded, nobody waits any more.
+    const AdmitResult c = f.runtime.admit({4, 0, prompt});
+    REQUIRE(c.ok());
+    CHECK(c.load_ticket == 0);
+    for (const AdmitResult* r : {&a, &b, &c}) {
+      f.runtime.commit(r->seq, static_cast<uint32_t>(prompt.size()));
+      f.runtime.finish(r->seq);
+    }
+    CHECK(f.runtime.check_accounting() == 0);
+    const RuntimeStats& stats = f.runtime.stats();
+    CHECK(stats.host_hit_tokens == 3 * P);
+    CHECK(stats.device_hit_tokens == P + 8 * P);
+    CHECK(stats.reused_tokens == stats.device_hit_tokens + stats.host_hit_tokens);
+  }
+}
+
+TEST_CASE("write-through: a load keeps the host copies") {
+  TieredRuntime f(2, 64, 64, "write_through", false);
+  const auto prompt = iota_tokens(9);
+  f.serve(prompt);
+  CHECK(f.runtime.tree().host_cached_pages() == 4);
+  f.runtime.evict(4);
+  CHECK(f.runtime.tree().host_cached_pages() == 4);
+  CHECK(f.runtime.tree().cached_pages() == 0);
+  const AdmitResult a = f.serve(prompt);
+  CHECK(a.host_hit_tokens == 8);
+  CHECK(f.runtime.tree().host_cached_pages() == 4);
+  CHECK(f.runtime.tree().cached_pages() == 4);
+  CHECK(f.runtime.check_accounting() == 0);
+}
+
+TEST_CASE("a refused admit with a host run leaks nothing in either tier") {
+  // Eight device pages; a live sequence pins seven of them.
+  TieredRuntime f(1, 8, 16, "write_back", false);
+  const auto cached = iota_tokens(5);
+  f.serve(cached);     // five pages cached
+  f.runtime.evict(5);  // all on the host
+  const auto other = iota_tokens(7, 100);
+  const AdmitResult hog = f.runtime.admit({9, 0, other});
+  REQUIRE(hog.ok());
+  f.runtime.commit(hog.seq, 7);  // seven pages cached and pinned
+  const uint32_t free_before = f.pool.free_pages();
+  const uint64_t host_before = f.runtime.tree().host_cached_pages();
+  // The cached prompt needs 4 device pages for its host run (the cut) and 1 more: 5 > 1 free.
+  const AdmitResult r = f.runtime.admit({10, 0, cached});
+  CHECK(r.status == RuntimeStatus::kNoSpace);
+  CHECK(f.pool.free_pages() == free_before);
+  CHECK(f.runtime.tree().host_cached_pages() == host_before);
+  CHECK(f.runtime.tree().host_pinned_pages() == 0);
+  CHECK(f.runtime.tree().host_in_flight_pages() == 0);
+  CHECK(f.runtime.check_accounting() == 0);
+  f.runtime.finish(hog.seq);
+  // With the pages free again the same admit works and loads the run.
+  const AdmitResult again = f.serve(cached);
+  CHECK(again.host_hit_tokens == 4);
+  CHECK(f.runtime.check_accounting() == 0);
+}
+
+TEST_CASE("a sequence may end before its load; its pages are not reused until the copy is done") {
+  TieredRuntime f(2);  // deferred copies: TestCopier checks every page is held when a copy runs
+  const auto prompt = iota_tokens(9);
+  f.serve(prompt);
+  f.runtime.evict(4);
+  f.copier.wait(f.copier.issued());
+  const AdmitResult a = f.runtime.admit({1, 0, prompt});
+  REQUIRE(a.ok());
+  REQUIRE_FALSE(f.runtime.load_done(a.load_ticket));
+  f.runtime.abort(a.seq);
+  f.runtime.check_accounting();
+  // Evicting the loading pages waits for the load first; under write-back they go back to the
+  // host, in copies that run after it.
+  CHECK(f.runtime.evict(100) == 4);
+  CHECK(f.runtime.load_done(a.load_ticket));
+  CHECK(f.runtime.check_accounting() == 0);
+  CHECK(f.runtime.tree().host_cached_pages() == 4);
+  CHECK(f.copier.pending() == 0);
+}
+
+TEST_CASE("a host tier's configuration errors name the host tier and what is wrong") {
+  const KvLayout layout{1, 1, 4, 2, 4};
+  PagePool pool(layout, 8);
+  PagePool host(layout, 8);
+  PagePool wrong(KvLayout{1, 1, 8, 2, 4}, 8);
+  TestCopier copier;
+  RuntimeConfig c;
+  c.host.pool = &host;
+  c.host.copier = &copier;
+  c.host.write_policy = "write_sometimes";
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c),
+                       doctest::Contains("host tier: unknown write policy 'write_sometimes'"),
+                       std::invalid_argument);
+  c.host.write_policy = "write_back";
+  c.host.policy = "mru";
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c),
+                       doctest::Contains("host tier: unknown eviction policy 'mru'"),
+                       std::invalid_argument);
+  c.host.policy = "lru";
+  c.host.cache_bytes = 1;
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c), doctest::Contains("below one page"),
+                       std::invalid_argument);
+  c.host.cache_bytes = 0;
+  c.host.pool = &wrong;
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c), doctest::Contains("layout"),
+                       std::invalid_argument);
+  c.host.pool = &host;
+  c.host.copier = nullptr;
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c), doctest::Contains("copier"),
+                       std::invalid_argument);
+  // Nothing was taken from the pools.
+  CHECK(pool.free_pages() == 8);
+  CHECK(host.free_pages() == 8);
+}
