@@ -62,14 +62,15 @@ std::string_view to_string(RuntimeStatus status) {
   return "unknown";
 }
 
-PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config)
+PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config,
+                                       const TierConfig& tiers)
     : pool_(pool),
       page_tokens_(pool.layout().page_tokens),
       tree_(pool, make_policy(config.policy)),
       allocator_(pool, tree_, make_budget(pool, config)) {
-  if (config.host.pool != nullptr) tree_.add_host_tier(host_setup(config.host));
-  if (config.page_hashes) tree_.enable_page_hashes();
-  if (config.events != nullptr) tree_.set_tier_events(config.events);
+  if (tiers.host.pool != nullptr) tree_.add_host_tier(host_setup(tiers.host));
+  if (tiers.page_hashes) tree_.enable_page_hashes();
+  if (tiers.events != nullptr) tree_.set_tier_events(tiers.events);
 }
 
 PrefixCacheRuntime::~PrefixCacheRuntime() {

@@ -42,7 +42,7 @@
 // + (a running copy holds it); host capacity == free + cached + in flight. check_accounting()
 // verifies both.
 //
-// Tier events (RuntimeConfig::events, radix/tier_events.h): the tree reports every change of a
+// Tier events (TierConfig::events, radix/tier_events.h): the tree reports every change of a
 // page's tiers as it applies it; each public call that changes the cache ends with one flush().
 //
 // Destruction aborts every live sequence, then releases the tree. Not thread-safe: one scheduler
@@ -80,6 +80,11 @@ struct RuntimeConfig {
   double high_watermark = 0.95;
   double low_watermark = 0.85;
   std::string policy = "lru";
+};
+
+// What lies beyond the device pool: a host tier, page hashes and the tier events. Apart from
+// RuntimeConfig so that a one-tier runtime's configuration stays four fields.
+struct TierConfig {
   HostTierConfig host;
   TierEvents* events = nullptr;  // told of every change of tiers; turns page hashes on
   bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
@@ -145,7 +150,8 @@ class PrefixCacheRuntime {
  public:
   // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
   // std::invalid_argument for a bad budget, policy, write policy or host tier.
-  PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {});
+  PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {},
+                     const TierConfig& tiers = {});
   ~PrefixCacheRuntime();
   PrefixCacheRuntime(const PrefixCacheRuntime&) = delete;
   PrefixCacheRuntime& operator=(const PrefixCacheRuntime&) = delete;

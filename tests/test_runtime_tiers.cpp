@@ -21,12 +21,10 @@ struct TieredRuntime {
         pool(layout, device_pages),
         host(layout, host_pages),
         copier(deferred),
-        runtime(pool, config(std::move(write))) {}
+        runtime(pool, {.high_watermark = 1.0, .low_watermark = 1.0}, tiers(std::move(write))) {}
 
-  RuntimeConfig config(std::string write) {
-    RuntimeConfig c;
-    c.high_watermark = 1.0;
-    c.low_watermark = 1.0;
+  TierConfig tiers(std::string write) {
+    TierConfig c;
     c.host.pool = &host;
     c.host.copier = &copier;
     c.host.write_policy = std::move(write);
@@ -150,7 +148,8 @@ TEST_CASE("a refused admit with a host run leaks nothing in either tier") {
   CHECK(f.runtime.check_accounting() == 0);
 }
 
-TEST_CASE("a sequence may end before its load; its pages are not reused until the copy is done") {
+TEST_CASE(
+    "a sequence may end before its load, and its pages are not reused until the copy is done") {
   TieredRuntime f(2);  // deferred copies: TestCopier checks every page is held when a copy runs
   const auto prompt = iota_tokens(9);
   f.serve(prompt);
@@ -176,29 +175,29 @@ TEST_CASE("a host tier's configuration errors name the host tier and what is wro
   PagePool host(layout, 8);
   PagePool wrong(KvLayout{1, 1, 8, 2, 4}, 8);
   TestCopier copier;
-  RuntimeConfig c;
+  TierConfig c;
   c.host.pool = &host;
   c.host.copier = &copier;
   c.host.write_policy = "write_sometimes";
-  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c),
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c),
                        doctest::Contains("host tier: unknown write policy 'write_sometimes'"),
                        std::invalid_argument);
   c.host.write_policy = "write_back";
   c.host.policy = "mru";
-  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c),
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c),
                        doctest::Contains("host tier: unknown eviction policy 'mru'"),
                        std::invalid_argument);
   c.host.policy = "lru";
   c.host.cache_bytes = 1;
-  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c), doctest::Contains("below one page"),
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c), doctest::Contains("below one page"),
                        std::invalid_argument);
   c.host.cache_bytes = 0;
   c.host.pool = &wrong;
-  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c), doctest::Contains("layout"),
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c), doctest::Contains("layout"),
                        std::invalid_argument);
   c.host.pool = &host;
   c.host.copier = nullptr;
-  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, c), doctest::Contains("copier"),
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c), doctest::Contains("copier"),
                        std::invalid_argument);
   // Nothing was taken from the pools.
   CHECK(pool.free_pages() == 8);
