@@ -297,6 +297,10 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   // the same prefix in the tree. Walk up from the key's end node to find the tree's pages there,
   // switch the block table to them, and only then release the duplicates.
   const uint32_t cached_pages = s.committed_pages + inserted.cached_tokens / page_tokens_;
+  // Pages a load is still writing must not enter a block table the model reads right away.
+  if (cached_pages > s.committed_pages && tree_.has_host_tier()) {
+    tree_.wait_copy(tree_.pending_load(inserted.node));
+  }
   scratch_pages_.clear();
   uint32_t end = full_pages;  // the walked node covers pages [end - node pages, end)
   for (const RadixNode* x = inserted.node; end > s.committed_pages && !x->is_root();

@@ -14,8 +14,8 @@
 //                     pages another request is still loading gets a ticket covering that load.
 //   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
 //                     full pages of that prefix into the tree, switches the block table to the
-//                     tree's canonical pages where the tree already had them, then releases the
-//                     duplicates, in that order; moves the lock to the new end (lock new, unlock
+//                     tree's canonical pages where the tree already had them (waiting first
+//                     for a load still writing them), then releases the duplicates, in that order; moves the lock to the new end (lock new, unlock
 //                     old); evicts down to the low watermark if cached pages passed the high one.
 //   mark_computed(h, n) records n without touching the tree (decode steps).
 //   append_token(h, t) decode: appends a sampled token, allocating a page when the last is full.

@@ -18,6 +18,8 @@ struct TurnLog {
   std::vector<TokenId> tokens;  // prompt, then every decoded token, then the last sampled one
   uint32_t prompt_tokens = 0;
   uint32_t reused_tokens = 0;
+  uint32_t host_hit_tokens = 0;   // of reused_tokens: loaded from the host tier
+  bool waited_for_load = false;   // admit handed out a load ticket (its own load or a shared one)
   uint32_t computed_tokens = 0;   // positions the model ran
   uint32_t prefill_computed = 0;  // of which prompt positions
   std::vector<double> logits;     // one row per computed position, from reused_tokens on
@@ -29,6 +31,7 @@ struct DriveOptions {
   uint32_t decode_steps = 4;   // positions run during decode
   bool commit_decode = false;  // commit (insert full pages) after decode steps, else mark only
   bool rope_restarts_at_zero = false;  // the offset bug: new tokens' rotary positions from 0
+  bool skip_load_wait = false;         // a bug: compute before the host tier's load is done
 };
 
 // A sequence in flight; step() advances it by one prefill chunk or one decode step.

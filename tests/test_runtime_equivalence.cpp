@@ -4,12 +4,19 @@
 // on chunking or on where K/V live, so the tolerance is exact equality; the largest relative error
 // is reported too. A control run with the mistral.rs offset bug (rotary positions of new tokens
 // restart at 0) must fail the same comparison.
+//
+// The same scenarios run with a host tier under each write policy (host backends on both tiers,
+// real bytes, copies through a memcpy copier, deferred until waited for in some runs): pages
+// evicted between turns go to the host and are loaded back by later turns. Logits must stay
+// bitwise equal, the offset-bug control must still fail, and a second control that computes
+// before its load is done must fail, first on a turn that had a load to wait for.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <random>
 
 #include "tests/runtime_conversation.h"
+#include "tests/test_copier.h"
 
 using namespace radixkv;
 using namespace radixkv::testing;
@@ -25,6 +32,10 @@ struct ScenarioTotals {
   uint64_t turns_with_mismatch = 0, fresh_turns_with_mismatch = 0;
   double max_relative_error = 0.0;
   uint64_t evicted_pages = 0, duplicate_pages = 0;
+  // Host tier runs.
+  uint64_t host_hit_turns = 0, host_hit_tokens = 0, loaded_pages = 0, written_pages = 0;
+  uint64_t host_evicted_pages = 0;
+  bool first_mismatch_waited_for_load = false;
   // Turns whose reuse was checked to equal the oracle's exactly (nothing evicted yet), by kind.
   uint64_t exact_turns = 0, exact_branches = 0, exact_repeats = 0, exact_pairs = 0;
 };
@@ -55,17 +66,31 @@ uint32_t oracle_reuse(const std::vector<TurnLog>& history, Namespace ns,
   return static_cast<uint32_t>(best);
 }
 
+// A host tier under the device pool, or none (write == nullptr).
+struct HostTierRun {
+  const char* write = nullptr;  // a write policy spec
+  bool deferred = false;        // copies run only when waited for
+  bool skip_load_wait = false;  // the control: compute before the load is done
+};
+
+uint32_t device_pages_for(uint32_t page_tokens) {
+  return 3 * ((kMaxPromptTokens + 2 * page_tokens + 40) / page_tokens) + 4;
+}
+
 class Scenario {
  public:
-  Scenario(uint32_t page_tokens, uint64_t seed, bool offset_bug)
+  Scenario(uint32_t page_tokens, uint64_t seed, bool offset_bug, HostTierRun host = {})
       : P_(page_tokens),
         model_(TinyConfig{}, 1234),
-        pool_(model_.kv_layout(page_tokens),
-              3 * ((kMaxPromptTokens + 2 * page_tokens + 40) / page_tokens) + 4,
-              make_host_backend()),
-        runtime_(pool_),
+        pool_(model_.kv_layout(page_tokens), device_pages_for(page_tokens), make_host_backend()),
+        // A quarter of the device's pages: the host fills up and evicts too.
+        host_pool_(model_.kv_layout(page_tokens), device_pages_for(page_tokens) / 4,
+                   make_host_backend()),
+        copier_(host.deferred),
+        runtime_(pool_, {}, tier_config(host)),
         rng_(seed),
-        offset_bug_(offset_bug) {}
+        offset_bug_(offset_bug),
+        host_(host) {}
 
   ScenarioTotals run() {
     std::vector<std::vector<TokenId>> systems;
@@ -92,14 +117,20 @@ class Scenario {
         run_turns(0, random_tokens(2 * P_ + 1, 4 * P_ + 3), 2, TurnKind::kPair);
       }
       if (round >= 3 && runtime_.tree().cached_pages() > 1) {
-        // Evictions between turns, on top of those the budget and allocations make.
-        std::uniform_int_distribution<uint64_t> pages(1, runtime_.tree().cached_pages() / 2);
+        // Evictions between turns, on top of those the budget and allocations make: with a host
+        // tier up to all of the device's pages, for the next turns to load back.
+        const uint64_t cached = runtime_.tree().cached_pages();
+        std::uniform_int_distribution<uint64_t> pages(1, host_.write ? cached : cached / 2);
         runtime_.evict(pages(rng_));
         runtime_.check_accounting();
       }
     }
     totals_.evicted_pages = runtime_.stats().evicted_pages;
     totals_.duplicate_pages = runtime_.stats().duplicate_pages;
+    const TreeStats& tree = runtime_.tree().stats();
+    totals_.loaded_pages = tree.loaded_pages;
+    totals_.written_pages = tree.written_pages;
+    totals_.host_evicted_pages = tree.host_evicted_pages;
     CHECK(runtime_.live_sequences() == 0);
     CHECK(runtime_.check_accounting() == 0);
     return totals_;
@@ -115,6 +146,23 @@ class Scenario {
     return tokens;
   }
 
+  TierConfig tier_config(const HostTierRun& host) {
+    TierConfig c;
+    if (host.write != nullptr) {
+      c.host.pool = &host_pool_;
+      c.host.copier = &copier_;
+      c.host.write_policy = host.write;
+    }
+    return c;
+  }
+
+  // Reuse must equal the oracle's while every page ever cached is still in the trie on some tier.
+  bool nothing_left_the_trie() const {
+    const TreeStats& tree = runtime_.tree().stats();
+    return host_.write == nullptr ? runtime_.stats().evicted_pages == 0
+                                  : tree.host_evicted_pages == 0 && tree.dropped_pages == 0;
+  }
+
   DriveOptions options() {
     const uint32_t chunks[] = {0, 1, 3, P_, 2 * P_ + 1};
     DriveOptions o;
@@ -122,6 +170,7 @@ class Scenario {
     o.decode_steps = 1 + static_cast<uint32_t>(rng_() % (P_ + 4));
     o.commit_decode = rng_() % 2 == 0;
     o.rope_restarts_at_zero = offset_bug_;
+    o.skip_load_wait = host_.skip_load_wait;
     return o;
   }
 
@@ -130,7 +179,7 @@ class Scenario {
   // each against the no-cache reference, and returns the first's log.
   TurnLog run_turns(Namespace ns, const std::vector<TokenId>& prompt, int copies, TurnKind kind) {
     const uint32_t expected = oracle_reuse(history_, ns, prompt, P_);
-    const bool exact = runtime_.stats().evicted_pages == 0;
+    const bool exact = nothing_left_the_trie();
     std::vector<ActiveTurn> turns;
     for (int i = 0; i < copies; ++i) {
       turns.emplace_back(runtime_, pool_, model_, ns, prompt, options());
@@ -172,7 +221,12 @@ class Scenario {
     if (c.bitwise_equal_rows != c.rows) {
       ++totals_.turns_with_mismatch;
       if (log.reused_tokens == 0) ++totals_.fresh_turns_with_mismatch;
+      if (totals_.turns_with_mismatch == 1) {
+        totals_.first_mismatch_waited_for_load = log.waited_for_load;
+      }
     }
+    totals_.host_hit_turns += log.host_hit_tokens > 0 ? 1 : 0;
+    totals_.host_hit_tokens += log.host_hit_tokens;
     history_.push_back(log);
   }
 
@@ -201,9 +255,12 @@ class Scenario {
   uint32_t P_;
   TinyTransformer model_;
   PagePool pool_;
+  PagePool host_pool_;
+  TestCopier copier_;
   PrefixCacheRuntime runtime_;
   std::mt19937_64 rng_;
   bool offset_bug_;
+  HostTierRun host_;
   std::vector<TurnLog> history_;
   ScenarioTotals totals_;
 };
@@ -249,5 +306,62 @@ TEST_CASE("control: rotary positions restarting at 0 after a reused prefix fail 
     CHECK(t.reused_turns > 0);
     CHECK(t.equal_rows < t.rows);
     CHECK(t.max_relative_error > 1e-6);
+  }
+}
+
+TEST_CASE("through a host tier, logits stay bitwise equal as pages go to the host and come back") {
+  for (const std::string write : {"write_back", "write_through", "write_through_selective"}) {
+    uint64_t host_evicted = 0;
+    for (uint32_t P : {1u, 4u, 16u}) {
+      for (uint64_t seed : {1u, 2u}) {
+        CAPTURE(write);
+        CAPTURE(P);
+        CAPTURE(seed);
+        const ScenarioTotals t = Scenario(P, seed, false, {write.c_str(), seed == 2}).run();
+        CHECK(t.equal_rows == t.rows);
+        CHECK(t.max_relative_error == 0.0);
+        CHECK(t.turns_with_mismatch == 0);
+        // The scenario went through the host: pages were written there and loaded back.
+        CHECK(t.host_hit_turns > 0);
+        CHECK(t.loaded_pages > 0);
+        CHECK(t.written_pages > 0);
+        CHECK(t.reused_turns > t.turns / 2);
+        CHECK(t.exact_turns > 0);
+        CHECK(t.prefill_computed == t.prompt_tokens - t.reused_tokens);
+        host_evicted += t.host_evicted_pages;
+        MESSAGE(write, " P=", P, " seed=", seed, ": ", t.turns, " turns, ", t.host_hit_turns,
+                " loading from the host (", t.host_hit_tokens, " tokens, ", t.loaded_pages,
+                " pages), ", t.written_pages, " pages written to the host, ", t.host_evicted_pages,
+                " evicted from it; ", t.rows, " rows bitwise equal");
+      }
+    }
+    CAPTURE(write);
+    CHECK(host_evicted > 0);  // the host filled up and evicted, in some runs at least
+  }
+}
+
+TEST_CASE("control: with a host tier, rotary positions restarting at 0 still fail") {
+  for (uint32_t P : {1u, 4u, 16u}) {
+    CAPTURE(P);
+    const ScenarioTotals t = Scenario(P, 1, true, {"write_back"}).run();
+    CHECK(t.fresh_turns_with_mismatch == 0);
+    CHECK(t.turns_with_mismatch == t.reused_turns);
+    CHECK(t.host_hit_turns > 0);
+    CHECK(t.equal_rows < t.rows);
+  }
+}
+
+TEST_CASE("control: computing before the host tier's load is done fails the comparison") {
+  for (uint32_t P : {1u, 4u, 16u}) {
+    CAPTURE(P);
+    HostTierRun control{"write_back", /*deferred=*/true, /*skip_load_wait=*/true};
+    const ScenarioTotals t = Scenario(P, 1, false, control).run();
+    CHECK(t.host_hit_turns > 0);
+    CHECK(t.turns_with_mismatch > 0);
+    // The first wrong turn is one that had a load to wait for: it read pages whose bytes were not
+    // there yet. (Later turns may be wrong without one: they reuse what it computed and cached.)
+    CHECK(t.first_mismatch_waited_for_load);
+    MESSAGE("P=", P, ": ", t.turns_with_mismatch, " turns wrong, ", t.host_hit_turns,
+            " loading from the host");
   }
 }
