@@ -4,8 +4,12 @@
 // Callers set the conversation, system-prompt and namespace counts they want.
 #pragma once
 
-#include <cstdint>
+#include <fmt/format.h>
 
+#include <cstdint>
+#include <string>
+
+#include "tools/trace/random.h"
 #include "tools/trace/trace_generator.h"
 #include "tools/trace/trace_reader.h"
 
@@ -29,6 +33,27 @@ inline tools::GenConfig small_gen_config(uint64_t seed) {
 // The trace `config` generates, parsed as the replay tools read it.
 inline tools::Trace generated_trace(const tools::GenConfig& config) {
   return tools::parse_native(tools::generate_native(config), "gen");
+}
+
+// A random Mooncake-style trace of 512-token blocks with prefix-hashed block ids: each request
+// extends one of five shared stems of up to three blocks with blocks of its own.
+inline tools::Trace random_block_trace(uint64_t seed, int requests) {
+  tools::Rng rng(seed);
+  std::string text;
+  for (int r = 0; r < requests; ++r) {
+    const int stem = static_cast<int>(rng.below(5));
+    const int blocks = 1 + static_cast<int>(rng.below(6));
+    std::string ids;
+    for (int b = 0; b < blocks; ++b) {
+      const int id = b < 3 ? stem * 100 + b : 1000 + r * 10 + b;
+      ids += fmt::format("{}{}", b ? "," : "", id);
+    }
+    const int input = (blocks - 1) * 512 + 1 + static_cast<int>(rng.below(512));
+    text += fmt::format(
+        "{{\"timestamp\": {}, \"input_length\": {}, \"output_length\": 1, \"hash_ids\": [{}]}}\n",
+        r, input, ids);
+  }
+  return tools::parse_mooncake(text, "random");
 }
 
 }  // namespace radixkv::testing
