@@ -423,6 +423,9 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
     }
     if (!on_host) {
       if (to_drop > 0) --to_drop;
+      // A drop may take host pages of this batch (below x): their copies must be done first.
+      // (Drops come before writes, except when a host part could not be allocated.)
+      if (!h.transfers.empty()) finish_write_back();
       const DropResult dropped = drop_from(x, i);
       stats_.dropped_pages += dropped.pages;
       stats_.evicted_nodes += dropped.nodes;
@@ -440,14 +443,20 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
   }
   // Host pages set aside but not used (fewer victims than expected) go back.
   if (used < fresh.size()) h.pool.release(std::span<const PageId>(fresh).subspan(used));
-  if (!h.transfers.empty()) {
-    h.last_ticket = h.copier.copy(pool_, h.pool, h.transfers);
-    h.copier.wait(h.last_ticket);
-    pool_.release(h.sources);
-    stats_.written_pages += h.transfers.size();
-  }
+  if (!h.transfers.empty()) finish_write_back();
   stats_.evicted_pages += released;
   return released;
+}
+
+// Copies the batch of write-backs to the host, waits, and releases their device pages.
+void RadixTree::finish_write_back() {
+  HostTier& h = *host_tier_;
+  h.last_ticket = h.copier.copy(pool_, h.pool, h.transfers);
+  h.copier.wait(h.last_ticket);
+  pool_.release(h.sources);
+  stats_.written_pages += h.transfers.size();
+  h.transfers.clear();
+  h.sources.clear();
 }
 
 RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {

@@ -236,6 +236,7 @@ class RadixTree final : public Evictor {
 
   // radix_tiers.cpp: the host tier.
   uint64_t evict_tiered(uint64_t n);
+  void finish_write_back();
   bool host_evictable(const RadixNode* node) const {
     return !node->is_root() && node->lock_count_ == 0 && node->children_.empty() &&
            node->pages < node->edge_pages_;
