@@ -4,9 +4,12 @@
 // refused by name.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "runtime/prefix_cache_runtime.h"
 #include "tests/cache_fixture.h"
 #include "tests/test_copier.h"
+#include "tests/tier_driver.h"
 
 using namespace radixkv;
 using radixkv::testing::iota_tokens;
@@ -202,4 +205,44 @@ TEST_CASE("a host tier's configuration errors name the host tier and what is wro
   // Nothing was taken from the pools.
   CHECK(pool.free_pages() == 8);
   CHECK(host.free_pages() == 8);
+}
+
+TEST_CASE("tier events without a host tier: the device is the lowest tier, and clear_cache") {
+  const KvLayout layout{1, 1, 4, 2, 2};
+  PagePool pool(layout, 16);
+  radixkv::testing::EventLog log(2, pool, pool);
+  TierConfig tiers;
+  tiers.events = &log;
+  PrefixCacheRuntime runtime(pool, {}, tiers);
+  CHECK(runtime.tree().page_hashes());
+  const auto device_hashes = [&] {
+    std::vector<PageHash> hashes = runtime.tree().tier_page_hashes(Tier::kDevice);
+    std::sort(hashes.begin(), hashes.end());
+    return hashes;
+  };
+  uint64_t calls = 0;
+  for (TokenId first : {0, 100, 200, 300}) {
+    const auto prompt = iota_tokens(9, first);
+    const AdmitResult r = runtime.admit({1, 0, prompt});
+    REQUIRE(r.ok());
+    runtime.commit(r.seq, 9);
+    runtime.finish(r.seq);
+    calls += 3;
+    CHECK(log.flushes() == calls);
+    CHECK(log.sorted(Tier::kDevice) == device_hashes());
+  }
+  CHECK(runtime.evict(5) == 5);
+  ++calls;
+  CHECK(log.flushes() == calls);
+  CHECK(log.sorted(Tier::kDevice) == device_hashes());
+  CHECK(log.droppings() >= 5);  // every evicted page left from the device
+  CHECK(log.sorted(Tier::kHost).empty());
+  const AdmitResult live = runtime.admit({2, 0, iota_tokens(3)});
+  CHECK_THROWS_WITH_AS(runtime.clear_cache(), doctest::Contains("live"), std::logic_error);
+  runtime.abort(live.seq);
+  runtime.clear_cache();
+  CHECK(log.sorted(Tier::kDevice).empty());
+  CHECK(runtime.tree().cached_pages() == 0);
+  CHECK(pool.free_pages() == pool.capacity_pages());
+  CHECK(runtime.check_accounting() == 0);
 }

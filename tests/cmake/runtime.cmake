@@ -7,6 +7,7 @@ radixkv_add_test(test_runtime
 
 # Issue 15: the host tier in the tree (hand-worked cases, the two-tier page oracle, the exclusive
 # LRU hierarchy against the single-tier oracle) and in the runtime (loads, tier events).
-radixkv_add_test(test_tiers SOURCES test_tiers.cpp test_runtime_tiers.cpp test_tiers_property.cpp
-  LIBS radixkv_runtime)
+radixkv_add_test(test_tiers
+  SOURCES test_tiers.cpp test_runtime_tiers.cpp test_tiers_property.cpp test_page_hash.cpp
+  LIBS radixkv_runtime radixkv_xxhash)
 radixkv_add_test(test_tiers_lru SOURCES test_tiers_lru.cpp LIBS radixkv_trace radixkv_runtime)
