@@ -18,10 +18,10 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
 }
 
 // The host tier of `config`, ready for RadixTree::add_host_tier(); errors name the host tier.
-HostTierSetup host_setup(const HostTierConfig& host) {
+HostTierSetup host_setup(const HostTierConfig& host, PageCopier* copier) {
   HostTierSetup setup;
   setup.pool = host.pool;
-  setup.copier = host.copier;
+  setup.copier = copier;
   setup.budget = {host.cache_bytes, host.high_watermark, host.low_watermark};
   try {
     setup.policy = make_policy(host.policy);
@@ -30,6 +30,16 @@ HostTierSetup host_setup(const HostTierConfig& host) {
     throw std::invalid_argument(fmt::format("host tier: {}", e.what()));
   }
   return setup;
+}
+
+// The copier the runtime makes for itself when the host tier names none.
+std::unique_ptr<PageCopier> own_copier(const PagePool& device, const TierConfig& tiers) {
+  if (tiers.host.pool == nullptr || tiers.host.copier != nullptr) return nullptr;
+  try {
+    return make_page_copier(device, *tiers.host.pool);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("host tier: {}", e.what()));
+  }
 }
 
 uint32_t pages_for_tokens(uint64_t tokens, uint32_t page_tokens) {
@@ -66,9 +76,13 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
                                        const TierConfig& tiers)
     : pool_(pool),
       page_tokens_(pool.layout().page_tokens),
+      own_copier_(own_copier(pool, tiers)),
       tree_(pool, make_policy(config.policy)),
       allocator_(pool, tree_, make_budget(pool, config)) {
-  if (tiers.host.pool != nullptr) tree_.add_host_tier(host_setup(tiers.host));
+  if (tiers.host.pool != nullptr) {
+    PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
+    tree_.add_host_tier(host_setup(tiers.host, copier));
+  }
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.events != nullptr) tree_.set_tier_events(tiers.events);
 }

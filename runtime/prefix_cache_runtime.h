@@ -15,8 +15,9 @@
 //   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
 //                     full pages of that prefix into the tree, switches the block table to the
 //                     tree's canonical pages where the tree already had them (waiting first
-//                     for a load still writing them), then releases the duplicates, in that order; moves the lock to the new end (lock new, unlock
-//                     old); evicts down to the low watermark if cached pages passed the high one.
+//                     for a load still writing them), then releases the duplicates, in that order;
+//                     moves the lock to the new end (lock new, unlock old); evicts down to the low
+//                     watermark if cached pages passed the high one.
 //   mark_computed(h, n) records n without touching the tree (decode steps).
 //   append_token(h, t) decode: appends a sampled token, allocating a page when the last is full.
 //   finish(h)         caches the full pages of prompt + generated tokens that have KV computed
@@ -65,7 +66,7 @@ namespace radixkv {
 // The host tier under the device pool (radix/tier_config.h, docs/tiers.md).
 struct HostTierConfig {
   PagePool* pool = nullptr;      // the host tier's pages; nullptr: no host tier
-  PageCopier* copier = nullptr;  // copies between the two pools; required with a pool
+  PageCopier* copier = nullptr;  // copies between the pools; nullptr: make_page_copier()'s
   uint64_t cache_bytes = 0;      // budget of cached host pages; 0 means the whole host pool
   // Once cached host pages pass high, the host evicts down to low (checked after each call);
   // a copy to a full host evicts just what it needs.
@@ -213,6 +214,7 @@ class PrefixCacheRuntime {
 
   PagePool& pool_;
   uint32_t page_tokens_;
+  std::unique_ptr<PageCopier> own_copier_;  // when TierConfig names none; outlives tree_
   RadixTree tree_;
   BudgetedAllocator allocator_;
   std::vector<Sequence> slots_;

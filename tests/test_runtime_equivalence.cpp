@@ -6,7 +6,7 @@
 // restart at 0) must fail the same comparison.
 //
 // The same scenarios run with a host tier under each write policy (host backends on both tiers,
-// real bytes, copies through a memcpy copier, deferred until waited for in some runs): pages
+// real bytes, copies through the runtime's memcpy copier, or deferred until waited for): pages
 // evicted between turns go to the host and are loaded back by later turns. Logits must stay
 // bitwise equal, the offset-bug control must still fail, and a second control that computes
 // before its load is done must fail, first on a turn that had a load to wait for.
@@ -150,7 +150,8 @@ class Scenario {
     TierConfig c;
     if (host.write != nullptr) {
       c.host.pool = &host_pool_;
-      c.host.copier = &copier_;
+      // Deferred copies need the test's copier; otherwise the runtime's own (a memcpy copier).
+      c.host.copier = host.deferred ? &copier_ : nullptr;
       c.host.write_policy = host.write;
     }
     return c;

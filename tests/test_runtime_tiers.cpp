@@ -198,10 +198,13 @@ TEST_CASE("a host tier's configuration errors name the host tier and what is wro
   c.host.pool = &wrong;
   CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c), doctest::Contains("layout"),
                        std::invalid_argument);
-  c.host.pool = &host;
+  // Without a copier the runtime makes its own, which must serve the two pools.
   c.host.copier = nullptr;
-  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c), doctest::Contains("copier"),
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c), doctest::Contains("host tier: "),
                        std::invalid_argument);
+  c.host.pool = &host;
+  PrefixCacheRuntime made(pool, {}, c);
+  CHECK(made.tree().has_host_tier());
   // Nothing was taken from the pools.
   CHECK(pool.free_pages() == 8);
   CHECK(host.free_pages() == 8);

@@ -28,13 +28,11 @@
 #include "radix/radix_tree.h"
 #include "tests/replay_oracle.h"
 #include "tests/small_traces.h"
-#include "tests/test_copier.h"
 
 using namespace radixkv;
 using radixkv::testing::oracle_replay;
 using radixkv::testing::OracleKey;
 using radixkv::testing::OracleResult;
-using radixkv::testing::TestCopier;
 
 namespace {
 
@@ -59,11 +57,11 @@ TwoTierRun replay_two_tier(const tools::Trace& trace, uint32_t page_tokens, uint
   const KvLayout layout{1, 1, 1, 2, page_tokens};
   PagePool device(layout, device_pages);
   PagePool host(layout, host_pages + host_pool_room);
-  TestCopier copier;
+  const std::unique_ptr<PageCopier> copier = make_page_copier(device, host);  // instant
   RadixTree tree(device, make_policy("lru"));
   HostTierSetup setup;
   setup.pool = &host;
-  setup.copier = &copier;
+  setup.copier = copier.get();
   setup.policy = make_policy("lru");
   setup.budget = {host_pages * host.bytes_per_page(), 1.0, 1.0};
   tree.add_host_tier(std::move(setup));
