@@ -23,6 +23,7 @@ void RadixTree::enable_page_hashes() {
   if (page_hashes()) return;
   check_empty("enable_page_hashes");
   device_hashes_.assign(pool_.capacity_pages(), PageHash{});
+  extras_ = true;
   if (host_tier_) host_tier_->hashes.assign(host_tier_->pool.capacity_pages(), PageHash{});
 }
 
@@ -34,6 +35,7 @@ void RadixTree::set_tier_events(TierEvents* events) {
   check_empty("set_tier_events");
   enable_page_hashes();
   events_ = std::make_unique<EventBuffer>(*events);
+  extras_ = true;
 }
 
 void RadixTree::flush_events() {
@@ -42,9 +44,9 @@ void RadixTree::flush_events() {
 
 PageHash RadixTree::page_hash(const RadixNode* node, uint32_t i) const {
   if (!page_hashes()) throw std::logic_error("RadixTree::page_hash: page hashes are off");
-  if (i >= node->edge_pages_) {
+  if (i >= node->num_pages()) {
     throw std::invalid_argument(
-        fmt::format("RadixTree::page_hash: page {} of a node of {} pages", i, node->edge_pages_));
+        fmt::format("RadixTree::page_hash: page {} of a node of {} pages", i, node->num_pages()));
   }
   return i < node->pages ? device_hashes_[node->pages_[i]]
                          : host_tier_->hashes[node->host_->page_ids[i]];
@@ -53,7 +55,7 @@ PageHash RadixTree::page_hash(const RadixNode* node, uint32_t i) const {
 PageHash RadixTree::parent_hash(const RadixNode* node, uint32_t i) const {
   if (i > 0) return page_hash(node, i - 1);
   const RadixNode* parent = node->parent_;
-  return parent->is_root() ? namespace_seed(node->ns_) : page_hash(parent, parent->edge_pages_ - 1);
+  return parent->is_root() ? namespace_seed(node->ns_) : page_hash(parent, parent->num_pages() - 1);
 }
 
 void RadixTree::hash_new_pages(const RadixNode* node, uint32_t first) {
@@ -93,7 +95,7 @@ std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {
     const RadixNode* node = stack.back();
     stack.pop_back();
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
-    for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+    for (uint32_t i = 0; i < node->num_pages(); ++i) {
       if (tier == Tier::kDevice && i < node->pages)
         hashes.push_back(device_hashes_[node->pages_[i]]);
       if (tier == Tier::kHost && node->host_page(i) != kInvalidPage) {

@@ -57,7 +57,7 @@ class RadixNode : public EvictionEntry {
   bool is_root() const { return parent_ == nullptr; }
   bool is_leaf() const { return children_.empty(); }
   Namespace name_space() const { return ns_; }
-  uint32_t num_pages() const { return edge_pages_; }
+  uint32_t num_pages() const { return pages + host_only_; }
   uint32_t device_pages() const { return pages; }  // EvictionEntry::pages is the device count
   uint32_t lock_count() const { return lock_count_; }
   uint32_t num_children() const { return children_.size(); }
@@ -70,19 +70,23 @@ class RadixNode : public EvictionEntry {
   uint32_t host_pages() const { return host_ != nullptr ? host_->count : 0; }
   // Tokens of the edge, given the tree's page size.
   std::span<const TokenId> edge_tokens(uint32_t page_tokens) const {
-    return {tokens_, size_t{edge_pages_} * page_tokens};
+    return {tokens_, size_t{num_pages()} * page_tokens};
   }
 
  private:
   friend class RadixTree;
 
-  RadixNode* parent_ = nullptr;
+  // Member order keeps what a match reads of a child (edge length, tokens, page ids, parent) in
+  // one cache line with EvictionEntry's tail: host_only_ fills the base's tail padding.
+  // The edge is pages (the device prefix, EvictionEntry::pages) + host_only_ (the pages after it,
+  // on the host only): a tree without a host tier never touches host_only_.
+  uint32_t host_only_ = 0;
   TokenId* tokens_ = nullptr;  // capacity_pages_ * page_tokens, from kv_store/heap.h
   PageId* pages_ = nullptr;    // capacity_pages_ device page ids, from kv_store/heap.h
-  HostPart* host_ = nullptr;   // from kv_store/heap.h, or none
+  RadixNode* parent_ = nullptr;
+  HostPart* host_ = nullptr;  // from kv_store/heap.h, or none
   uint32_t capacity_pages_ = 0;
   uint32_t lock_count_ = 0;
-  uint32_t edge_pages_ = 0;
   uint32_t device_children_ = 0;  // children holding at least one device page
   uint64_t first_page_hash_ = 0;
   Namespace ns_ = 0;

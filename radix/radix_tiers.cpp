@@ -45,6 +45,7 @@ void RadixTree::add_host_tier(HostTierSetup setup) {
   }
   if (page_hashes()) tier->hashes.assign(tier->pool.capacity_pages(), PageHash{});
   host_tier_ = std::move(tier);
+  extras_ = true;
 }
 
 const PagePool* RadixTree::host_pool() const { return host_tier_ ? &host_tier_->pool : nullptr; }
@@ -88,6 +89,41 @@ HostPart& RadixTree::host_part(RadixNode* node) {
   return *host;
 }
 
+// split()'s tier work: the device prefix is cut where the edge is, host pages go with their page,
+// the upper part inherits the node's pending copies, and the policies learn the new tails.
+void RadixTree::split_tiers(RadixNode* lower, RadixNode* upper, uint32_t upper_pages,
+                            uint32_t device) {
+  const uint32_t lower_pages = lower->pages;  // split() set the whole lower edge
+  upper->pages = std::min(upper_pages, device);
+  upper->host_only_ = upper_pages - upper->pages;
+  lower->pages = device > upper_pages ? device - upper_pages : 0;
+  lower->host_only_ = lower_pages - lower->pages;
+  upper->device_children_ = lower->pages > 0 ? 1 : 0;
+  if (HostPart* host = lower->host_) {
+    std::memmove(host->page_ids, host->page_ids + upper_pages,
+                 size_t{lower->num_pages()} * sizeof(PageId));
+    host->count -= upper->host_->count;
+    refresh_host_facts(lower);
+  }
+  // Where the cut falls inside the device prefix nothing changes for the policies; where it falls
+  // at or below its end, the upper part may be the device tail now.
+  sync_device_policy(lower);
+  sync_device_policy(upper);
+}
+
+// With a host tier: `node` holds no page any more, on any tier; it leaves both policies.
+void RadixTree::remove_tiered_leaf(RadixNode* node) {
+  RadixNode* parent = node->parent_;
+  if (policy_->contains(*node)) policy_->remove(*node);
+  if (node->host_ != nullptr && host_tier_->policy->contains(*node->host_)) {
+    host_tier_->policy->remove(*node->host_);
+  }
+  parent->children_.erase(node->first_page_hash_, node);
+  destroy_node(node);
+  sync_device_policy(parent);
+  if (parent->host_ != nullptr) sync_host_policy(parent);
+}
+
 void RadixTree::sync_device_policy(RadixNode* node) {
   const bool want = device_evictable(node);
   if (want == policy_->contains(*node)) return;
@@ -118,7 +154,9 @@ void RadixTree::refresh_host_facts(RadixNode* node) {
   entry.inserted_at = node->inserted_at;
   entry.hits = node->hits;
   entry.priority = node->priority;
-  entry.pages = node->edge_pages_ - node->pages;
+  entry.output_tokens = node->output_tokens;
+  entry.last_access_s = node->last_access_s;
+  entry.pages = node->host_only_;
   entry.prefix_pages = node->prefix_pages + node->pages;
 }
 
@@ -183,7 +221,7 @@ void RadixTree::release_host_page(RadixNode* node, uint32_t i) {
 void RadixTree::back_up(RadixNode* node) {
   HostTier& h = *host_tier_;
   uint32_t missing = node->pages;
-  if (node->host_ != nullptr) missing -= node->host_->count - (node->edge_pages_ - node->pages);
+  if (node->host_ != nullptr) missing -= node->host_->count - node->host_only_;
   if (missing == 0) return;
   HostPart* host = nullptr;
   try {
@@ -220,7 +258,7 @@ void RadixTree::back_up(RadixNode* node) {
 void RadixTree::back_up_hot_path(RadixNode* node) {
   const uint32_t hits = host_tier_->write.hits;
   for (RadixNode* x = node; !x->is_root(); x = x->parent_) {
-    const uint32_t host_only = x->edge_pages_ - x->pages;
+    const uint32_t host_only = x->host_only_;
     const bool backed = x->host_ != nullptr && x->host_->count - host_only == x->pages;
     if (x->hits >= hits && x->pages > 0 && !backed) back_up(x);
   }
@@ -252,14 +290,15 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
   for (RadixNode* x : run) {
     HostPart& host = *x->host_;
     const uint32_t before = x->pages;
-    const uint32_t n = x->edge_pages_ - before;
-    for (uint32_t i = before; i < x->edge_pages_; ++i) {
+    const uint32_t n = x->num_pages() - before;
+    for (uint32_t i = before; i < x->num_pages(); ++i) {
       const PageId page = device_pages[k++];
       x->pages_[i] = page;
       pool_.retain(page);
       if (page_hashes()) device_hashes_[page] = h.hashes[host.page_ids[i]];
     }
-    x->pages = x->edge_pages_;
+    x->pages += x->host_only_;
+    x->host_only_ = 0;
     cached_pages_ += n;
     if (x->lock_count_ > 0) {
       protected_pages_ += n;
@@ -268,7 +307,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
     if (events_) emit_stored(Tier::kDevice, x, before, n);
     if (h.write.write_back()) {
       // The host copies leave the trie: at once, or when the load reading them is done.
-      for (uint32_t i = before; i < x->edge_pages_; ++i) {
+      for (uint32_t i = before; i < x->num_pages(); ++i) {
         if (events_) emit_removed(Tier::kHost, x, i);
         if (ticket == 0) {
           release_host_page(x, i);
@@ -323,7 +362,7 @@ CopyTicket RadixTree::load(RadixNode* end, std::span<const PageId> device_pages)
   h.transfers.clear();
   uint32_t k = 0;
   for (const RadixNode* x : run) {
-    for (uint32_t i = x->pages; i < x->edge_pages_; ++i) {
+    for (uint32_t i = x->pages; i < x->num_pages(); ++i) {
       h.transfers.push_back({x->host_->page_ids[i], device_pages[k++]});
     }
   }
@@ -381,6 +420,17 @@ uint64_t RadixTree::retire_copies() {
 }
 
 uint64_t RadixTree::evict_tiered(uint64_t n) {
+  if (!host_tier_) {  // events without a host tier: every page leaves the trie from the device
+    uint64_t released = 0;
+    for (; released < n; ++released) {
+      EvictionEntry* entry = policy_->victim();
+      if (entry == nullptr) break;
+      auto* x = static_cast<RadixNode*>(entry);
+      stats_.evicted_nodes += drop_from(x, x->pages - 1).nodes;
+    }
+    stats_.evicted_pages += released;
+    return released;
+  }
   HostTier& h = *host_tier_;
   retire_copies();
   // Under write-back every evicted page needs a host page. Room is made for all of them first;
@@ -436,10 +486,11 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
     in_tree_[page] = false;
     x->pages_[i] = kInvalidPage;
     const uint32_t before = x->pages--;
+    ++x->host_only_;
     --cached_pages_;
-    device_count_changed(x, before);
     sync_device_policy(x);
     sync_host_policy(x);
+    device_count_changed(x, before);
   }
   // Host pages set aside but not used (fewer victims than expected) go back.
   if (used < fresh.size()) h.pool.release(std::span<const PageId>(fresh).subspan(used));
@@ -460,13 +511,12 @@ void RadixTree::finish_write_back() {
 }
 
 RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
-  HostTier& h = *host_tier_;
   DropResult result;
   // Releases edge pages [from, edge) of x on both tiers, telling the events which tier each page
   // leaves the trie from (the lowest that holds it).
   const auto release_pages = [&](RadixNode* x, uint32_t from) {
     wait_node_copies(x);
-    for (uint32_t i = from; i < x->edge_pages_; ++i) {
+    for (uint32_t i = from; i < x->num_pages(); ++i) {
       const bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
       if (events_) emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i);
       if (i < x->pages) {
@@ -495,37 +545,41 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
     x->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
     release_pages(x, 0);
     if (policy_->contains(*x)) policy_->remove(*x);
-    if (x->host_ != nullptr && h.policy->contains(*x->host_)) h.policy->remove(*x->host_);
+    if (x->host_ != nullptr && host_tier_->policy->contains(*x->host_)) {
+      host_tier_->policy->remove(*x->host_);
+    }
     destroy_node(x);
     ++result.nodes;
   }
   const uint32_t before = node->pages;
   release_pages(node, first);
   node->pages = std::min(node->pages, first);
-  node->edge_pages_ = first;
-  device_count_changed(node, before);
+  node->host_only_ = first - node->pages;
   if (first == 0) {
-    remove_leaf(node);
+    // As a plain tree removes a leaf: the node leaves the policies before its parent is offered.
+    if (before > 0) --node->parent_->device_children_;
+    remove_tiered_leaf(node);
     ++result.nodes;
   } else {
     sync_device_policy(node);
     sync_host_policy(node);
+    device_count_changed(node, before);
   }
   return result;
 }
 
 void RadixTree::evict_one_host_page(RadixNode* leaf) {
   wait_node_copies(leaf);
-  const uint32_t tail = leaf->edge_pages_ - 1;  // on the host only: the leaf is host-evictable
+  const uint32_t tail = leaf->num_pages() - 1;  // on the host only: the leaf is host-evictable
   if (events_) {
     emit_dropping(Tier::kHost, leaf, tail);
     emit_removed(Tier::kHost, leaf, tail);
   }
   release_host_page(leaf, tail);
-  --leaf->edge_pages_;
+  --leaf->host_only_;
   ++stats_.host_evicted_pages;
-  if (leaf->edge_pages_ == 0) {
-    remove_leaf(leaf);
+  if (leaf->num_pages() == 0) {
+    remove_tiered_leaf(leaf);
     ++stats_.evicted_nodes;
     return;
   }

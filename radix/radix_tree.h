@@ -217,6 +217,9 @@ class RadixTree final : public Evictor {
   const RadixNode* find_root(Namespace ns) const;
   Cursor locate(const RadixNode* root, std::span<const TokenId> tokens,
                 std::vector<PageId>* pages) const;
+  template <bool kTiered>
+  Cursor locate_in(const RadixNode* root, std::span<const TokenId> tokens,
+                   std::vector<PageId>* pages) const;
   RadixNode* find_child(const RadixNode* node, const TokenId* page) const;
   uint64_t hash_page(const TokenId* page) const;
 
@@ -224,22 +227,27 @@ class RadixTree final : public Evictor {
                       uint32_t num_pages);
   void destroy_node(RadixNode* node);
   RadixNode* split(RadixNode* node, uint32_t upper_pages);
-  void touch_path(RadixNode* node, const AccessHint& hint);
+  [[gnu::always_inline]] inline void touch_path(RadixNode* node, const AccessHint& hint);
+  template <bool kTiered>
+  [[gnu::always_inline]] inline void touch_path_in(RadixNode* node, const AccessHint& hint);
   bool device_evictable(const RadixNode* node) const {
     return !node->is_root() && node->lock_count_ == 0 && node->pages > 0 &&
            node->device_children_ == 0;
   }
   void remove_leaf(RadixNode* node);
+  void remove_tiered_leaf(RadixNode* node);
   void check_node(const RadixNode* node, const char* operation) const;
   void check_empty(const char* operation) const;
   void release_node_pages(RadixNode* node);
 
   // radix_tiers.cpp: the host tier.
   uint64_t evict_tiered(uint64_t n);
+  // `device`: the node's device pages before the cut.
+  void split_tiers(RadixNode* lower, RadixNode* upper, uint32_t upper_pages, uint32_t device);
   void finish_write_back();
   bool host_evictable(const RadixNode* node) const {
     return !node->is_root() && node->lock_count_ == 0 && node->children_.empty() &&
-           node->pages < node->edge_pages_;
+           node->host_only_ > 0;
   }
   HostPart& host_part(RadixNode* node);
   void sync_device_policy(RadixNode* node);
@@ -277,6 +285,7 @@ class RadixTree final : public Evictor {
   std::unique_ptr<HostTier> host_tier_;
   std::vector<PageHash> device_hashes_;  // per device page, when page hashes are on
   std::unique_ptr<EventBuffer> events_;
+  bool extras_ = false;  // a host tier, page hashes or events: what a plain cache skips
 };
 
 }  // namespace radixkv

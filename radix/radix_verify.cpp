@@ -26,7 +26,7 @@ void RadixTree::verify() const {
   std::vector<bool> host_seen(host_tier_ ? host_tier_->pool.capacity_pages() : 0, false);
   std::vector<const RadixNode*> stack;
   for (const auto& [ns, root] : roots_) {
-    if (root->parent_ != nullptr || root->edge_pages_ != 0 || root->pages != 0 || root->ns_ != ns ||
+    if (root->parent_ != nullptr || root->num_pages() != 0 || root->pages != 0 || root->ns_ != ns ||
         root->host_ != nullptr) {
       fail(fmt::format("root of namespace {} is malformed", ns));
     }
@@ -38,20 +38,20 @@ void RadixTree::verify() const {
     stack.pop_back();
     const std::string where =
         fmt::format("node (ns {}, depth {} pages, {} pages, {} on the device)", node->ns_,
-                    node->prefix_pages, node->edge_pages_, node->pages);
+                    node->prefix_pages, node->num_pages(), node->pages);
     uint64_t child_locks = 0;
     uint32_t device_children = 0;
     node->children_.for_each([&](uint64_t hash, const RadixNode* child) {
       if (child->parent_ != node) fail(where + ": a child's parent pointer is elsewhere");
       if (child->ns_ != node->ns_) fail(where + ": a child is in another namespace");
-      if (child->edge_pages_ == 0) fail(where + ": a child has an empty edge");
+      if (child->num_pages() == 0) fail(where + ": a child has an empty edge");
       if (hash != child->first_page_hash_ || hash != hash_page(child->tokens_)) {
         fail(where + ": a child is filed under the wrong hash");
       }
       if (find_child(node, child->tokens_) != child) {
         fail(where + ": two children share a first page");
       }
-      if (child->prefix_pages != node->prefix_pages + node->edge_pages_) {
+      if (child->prefix_pages != node->prefix_pages + node->num_pages()) {
         fail(where + ": a child's prefix_pages is wrong");
       }
       child_locks += child->lock_count_;
@@ -68,17 +68,17 @@ void RadixTree::verify() const {
     }
     if (node->is_root()) continue;
     ++nodes;
-    if (node->edge_pages_ > node->capacity_pages_)
+    if (node->num_pages() > node->capacity_pages_)
       fail(where + ": more pages than its arrays hold");
-    if (node->pages > node->edge_pages_) fail(where + ": more device pages than pages");
+    if (node->pages > node->num_pages()) fail(where + ": more device pages than pages");
     // The tier invariants of radix_node.h.
-    if (node->pages < node->edge_pages_ && device_children > 0) {
+    if (node->pages < node->num_pages() && device_children > 0) {
       fail(where + ": a child holds device pages below a page that is not on the device (1)");
     }
-    if (node->lock_count_ > 0 && node->pages < node->edge_pages_) {
+    if (node->lock_count_ > 0 && node->pages < node->num_pages()) {
       fail(where + ": it is locked but not wholly on the device (3)");
     }
-    if (!host_tier_ && (node->host_ != nullptr || node->pages != node->edge_pages_)) {
+    if (!host_tier_ && (node->host_ != nullptr || node->pages != node->num_pages())) {
       fail(where + ": pages off the device in a tree without a host tier");
     }
     for (PageId page : node->page_ids()) {
@@ -92,7 +92,7 @@ void RadixTree::verify() const {
     if (const HostPart* host = node->host_) {
       if (host->node != node) fail(where + ": its host part belongs to another node");
       uint32_t count = 0;
-      for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+      for (uint32_t i = 0; i < node->num_pages(); ++i) {
         const PageId page = host->page_ids[i];
         if (page == kInvalidPage) continue;
         ++count;
@@ -111,7 +111,7 @@ void RadixTree::verify() const {
       }
       host_cached += count;
     }
-    for (uint32_t i = node->pages; i < node->edge_pages_; ++i) {
+    for (uint32_t i = node->pages; i < node->num_pages(); ++i) {
       if (node->host_page(i) == kInvalidPage) {
         fail(fmt::format("{}: page {} is on no tier (2)", where, i));
       }
@@ -119,7 +119,7 @@ void RadixTree::verify() const {
     cached += node->pages;
     if (node->lock_count_ > 0) {
       protected_pages += node->pages;
-      host_pinned += node->edge_pages_ - node->pages;
+      host_pinned += node->num_pages() - node->pages;
     }
     if (policy_->contains(*node) != device_evictable(node)) {
       fail(fmt::format("{}: device-evictable is {} but device policy membership is {}", where,
@@ -132,14 +132,14 @@ void RadixTree::verify() const {
         fail(fmt::format("{}: host-evictable is {} but host policy membership is {}", where,
                          host_evictable(node), linked));
       }
-      if (linked && (node->host_->pages != node->edge_pages_ - node->pages ||
+      if (linked && (node->host_->pages != node->num_pages() - node->pages ||
                      node->host_->prefix_pages != node->prefix_pages + node->pages)) {
         fail(where + ": its host entry is charged with other pages than its host-only tail");
       }
       host_evictable_nodes += linked ? 1 : 0;
     }
     if (page_hashes()) {
-      for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+      for (uint32_t i = 0; i < node->num_pages(); ++i) {
         const PageHash want = chain_page_hash(
             parent_hash(node, i), {node->tokens_ + size_t{i} * page_tokens_, page_tokens_});
         const bool device_ok = i >= node->pages || device_hashes_[node->pages_[i]] == want;
@@ -212,7 +212,7 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
         const auto tokens = node->edge_tokens(page_tokens_);
         const auto shown = tokens.first(std::min(tokens.size(), max_tokens));
         std::vector<std::string> pages;
-        for (uint32_t i = 0; i < node->edge_pages_; ++i) {
+        for (uint32_t i = 0; i < node->num_pages(); ++i) {
           const PageId host = node->host_page(i);
           if (i >= node->pages) {
             pages.push_back(fmt::format("h{}", host));

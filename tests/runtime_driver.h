@@ -15,9 +15,12 @@
 // throws PropertyFailure.
 #pragma once
 
+#include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "runtime/prefix_cache_runtime.h"
+#include "tests/event_log.h"
 #include "tests/page_oracle.h"
 #include "tests/property_driver.h"
 #include "tests/tree_model.h"
@@ -27,9 +30,13 @@ namespace radixkv::testing {
 template <typename Source>
 class RuntimeDriver {
  public:
-  RuntimeDriver(std::string_view policy, uint32_t page_tokens, Source source)
+  // With `events`, page hashes and an EventLog are on: victims must not change, and the log must
+  // hold the tree's device pages after every batch.
+  RuntimeDriver(std::string_view policy, uint32_t page_tokens, Source source, bool events = false)
       : pool_(KvLayout{1, 1, 4, 2, page_tokens}, kCapacity),
-        runtime_(pool_, RuntimeConfig{0, kHighWatermark, kLowWatermark, std::string(policy)}),
+        events_(events ? std::make_unique<EventLog>(page_tokens, pool_, pool_) : nullptr),
+        runtime_(pool_, RuntimeConfig{0, kHighWatermark, kLowWatermark, std::string(policy)},
+                 TierConfig{{}, events_.get(), false}),
         oracle_(page_tokens),
         model_(policy, page_tokens),
         source_(std::move(source)),
@@ -240,6 +247,11 @@ class RuntimeDriver {
 
   void check_all() {
     runtime_.tree().verify();
+    if (events_) {
+      std::vector<PageHash> trie = runtime_.tree().tier_page_hashes(Tier::kDevice);
+      std::sort(trie.begin(), trie.end());
+      expect(events_->sorted(Tier::kDevice) == trie, "the event log holds the tree's pages");
+    }
     runtime_.check_accounting();
     const std::string difference = oracle_.differences(runtime_.tree());
     expect(difference.empty(), difference);
@@ -247,6 +259,7 @@ class RuntimeDriver {
   }
 
   PagePool pool_;
+  std::unique_ptr<EventLog> events_;
   PrefixCacheRuntime runtime_;
   PageOracle oracle_;
   TreeModel model_;

@@ -85,3 +85,19 @@ TEST_CASE("property: runtime calls agree with the oracle, page sizes 1, 4 and 16
     });
   }
 }
+
+// Page hashes and tier events take the general eviction path: the victims must be the same.
+TEST_CASE(
+    "property: with tier events on, runtime calls agree with the oracle, page sizes 1 and 4") {
+  const std::vector<std::string_view> specs = policy_specs();
+  for (uint32_t page_tokens : {1u, 4u}) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const uint64_t seed = 0xe7e0000 + page_tokens * 131 + i;
+      INFO("policy ", specs[i], ", page_tokens ", page_tokens, ", seed ", seed);
+      RuntimeDriver<SeededSource> driver(specs[i], page_tokens, SeededSource{std::mt19937_64(seed)},
+                                         /*events=*/true);
+      REQUIRE_NOTHROW(driver.run(8000));
+      CHECK(driver.stats().evicted_pages > 100);
+    }
+  }
+}
