@@ -55,7 +55,8 @@ PageHash RadixTree::page_hash(const RadixNode* node, uint32_t i) const {
 PageHash RadixTree::parent_hash(const RadixNode* node, uint32_t i) const {
   if (i > 0) return page_hash(node, i - 1);
   const RadixNode* parent = node->parent_;
-  return parent->is_root() ? namespace_seed(node->ns_) : page_hash(parent, parent->num_pages() - 1);
+  return parent->is_root() ? namespace_seed(parent->ns_)
+                           : page_hash(parent, parent->num_pages() - 1);
 }
 
 void RadixTree::hash_new_pages(const RadixNode* node, uint32_t first) {
@@ -72,7 +73,7 @@ void RadixTree::emit_stored(Tier tier, const RadixNode* node, uint32_t first, ui
   for (uint32_t i = first; i < first + count; ++i) hashes.push_back(page_hash(node, i));
   std::optional<PageHash> parent;
   if (first > 0 || !node->parent_->is_root()) parent = parent_hash(node, first);
-  events_->stored(tier, node->ns_, parent, hashes,
+  events_->stored(tier, node->name_space(), parent, hashes,
                   {node->tokens_ + size_t{first} * page_tokens_, size_t{count} * page_tokens_});
 }
 

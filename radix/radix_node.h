@@ -56,7 +56,12 @@ class RadixNode : public EvictionEntry {
   RadixNode* parent() const { return parent_; }
   bool is_root() const { return parent_ == nullptr; }
   bool is_leaf() const { return children_.empty(); }
-  Namespace name_space() const { return ns_; }
+  // The namespace, kept by the root: a walk up the path.
+  Namespace name_space() const {
+    const RadixNode* root = this;
+    while (root->parent_ != nullptr) root = root->parent_;
+    return root->ns_;
+  }
   uint32_t num_pages() const { return pages + host_only_; }
   uint32_t device_pages() const { return pages; }  // EvictionEntry::pages is the device count
   uint32_t lock_count() const { return lock_count_; }
@@ -76,20 +81,22 @@ class RadixNode : public EvictionEntry {
  private:
   friend class RadixTree;
 
-  // Member order keeps what a match reads of a child (edge length, tokens, page ids, parent) in
-  // one cache line with EvictionEntry's tail: host_only_ fills the base's tail padding.
-  // The edge is pages (the device prefix, EvictionEntry::pages) + host_only_ (the pages after it,
-  // on the host only): a tree without a host tier never touches host_only_.
+  // The node stays as large as it was before tiers (192 bytes, one mimalloc size class): the edge
+  // is pages (the device prefix, EvictionEntry::pages) + host_only_ (the pages after it, on the
+  // host only), and host_only_ fills EvictionEntry's tail padding; arrays are sized by the edge
+  // they were made for (edges only shrink); the namespace lives in the root only, where no
+  // first-page hash is needed. A tree without a host tier never touches host_only_ or host_.
   uint32_t host_only_ = 0;
-  TokenId* tokens_ = nullptr;  // capacity_pages_ * page_tokens, from kv_store/heap.h
-  PageId* pages_ = nullptr;    // capacity_pages_ device page ids, from kv_store/heap.h
+  TokenId* tokens_ = nullptr;  // the edge's tokens when the node was made, from kv_store/heap.h
+  PageId* pages_ = nullptr;    // as many device page ids, from kv_store/heap.h
   RadixNode* parent_ = nullptr;
   HostPart* host_ = nullptr;  // from kv_store/heap.h, or none
-  uint32_t capacity_pages_ = 0;
   uint32_t lock_count_ = 0;
   uint32_t device_children_ = 0;  // children holding at least one device page
-  uint64_t first_page_hash_ = 0;
-  Namespace ns_ = 0;
+  union {
+    uint64_t first_page_hash_ = 0;  // every node but a root
+    Namespace ns_;                  // a root
+  };
   ChildTable children_;
 };
 

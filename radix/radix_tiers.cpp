@@ -77,14 +77,15 @@ bool RadixTree::host_indexes_page(PageId page) const {
 HostPart& RadixTree::host_part(RadixNode* node) {
   if (node->host_ != nullptr) return *node->host_;
   // One block: the part, then its page array.
-  const size_t bytes = sizeof(HostPart) + size_t{node->capacity_pages_} * sizeof(PageId);
+  // Edges only shrink: room for the pages the edge has now is room for good.
+  const size_t bytes = sizeof(HostPart) + size_t{node->num_pages()} * sizeof(PageId);
   void* memory = heap::allocate(bytes);  // throws std::bad_alloc
   ++stats_.heap_allocations;
   auto* host = new (memory) HostPart();
   host->node = node;
   host->page_ids =
       static_cast<PageId*>(static_cast<void*>(static_cast<std::byte*>(memory) + sizeof(HostPart)));
-  std::uninitialized_fill_n(host->page_ids, node->capacity_pages_, kInvalidPage);
+  std::uninitialized_fill_n(host->page_ids, node->num_pages(), kInvalidPage);
   node->host_ = host;
   return *host;
 }

@@ -113,7 +113,8 @@ RadixNode* RadixTree::root_for(Namespace ns) {
   auto [it, inserted] = roots_.try_emplace(ns, nullptr);
   if (inserted) {
     try {
-      it->second = new_node(nullptr, ns, nullptr, nullptr, 0);
+      it->second = new_node(nullptr, nullptr, nullptr, 0);
+      it->second->ns_ = ns;
     } catch (...) {
       roots_.erase(it);
       throw;
@@ -259,8 +260,8 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
   try {
     end = found.partial ? split(found.partial, found.partial_pages) : found.node;
     if (!fresh.empty()) {
-      leaf = new_node(end, from->ns_, tokens.data() + size_t{first_new} * page_tokens_,
-                      fresh.data(), static_cast<uint32_t>(fresh.size()));
+      leaf = new_node(end, tokens.data() + size_t{first_new} * page_tokens_, fresh.data(),
+                      static_cast<uint32_t>(fresh.size()));
       end->children_.insert(leaf->first_page_hash_, leaf);
     }
   } catch (...) {
@@ -291,13 +292,12 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
   return {found.tokens, promoted + static_cast<uint32_t>(fresh.size()), end};
 }
 
-RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* tokens,
-                               const PageId* pages, uint32_t num_pages) {
+RadixNode* RadixTree::new_node(RadixNode* parent, const TokenId* tokens, const PageId* pages,
+                               uint32_t num_pages) {
   void* memory = heap::allocate(sizeof(RadixNode));  // throws std::bad_alloc, never nullptr
   ++stats_.heap_allocations;
   auto* node = new (memory) RadixNode();
   node->parent_ = parent;
-  node->ns_ = ns;
   node->inserted_at = clock_;
   // Counted before anything can throw: destroy_node() on the error path uncounts it.
   if (parent != nullptr) {
@@ -320,7 +320,6 @@ RadixNode* RadixTree::new_node(RadixNode* parent, Namespace ns, const TokenId* t
     std::memcpy(node->tokens_, tokens, num_tokens * sizeof(TokenId));
     std::memcpy(node->pages_, pages, num_pages * sizeof(PageId));
     node->pages = num_pages;
-    node->capacity_pages_ = num_pages;
     node->first_page_hash_ = hash_page(node->tokens_);
   }
   return node;
@@ -347,7 +346,7 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   // sequences) stay valid. The new node carries node's locks, since every lock that covered node
   // covers its new parent too. Tiers: the device prefix is cut at the same place, host pages go
   // with their page, and the upper part inherits the node's pending copies.
-  RadixNode* upper = new_node(node->parent_, node->ns_, node->tokens_, node->pages_, upper_pages);
+  RadixNode* upper = new_node(node->parent_, node->tokens_, node->pages_, upper_pages);
   if (host_tier_ && node->host_ != nullptr) {
     try {
       HostPart& host = host_part(upper);
@@ -414,7 +413,7 @@ void RadixTree::unlock(RadixNode* node) {
   if (node->lock_count_ == 0) {
     throw std::logic_error(fmt::format(
         "RadixTree::unlock: node at depth {} pages (ns {}) is not locked (lock count 0)",
-        node->prefix_pages, node->ns_));
+        node->prefix_pages, node->name_space()));
   }
   for (RadixNode* x = node; x != nullptr; x = x->parent_) {
     if (--x->lock_count_ == 0) {

@@ -223,7 +223,8 @@ class RadixTree final : public Evictor {
   RadixNode* find_child(const RadixNode* node, const TokenId* page) const;
   uint64_t hash_page(const TokenId* page) const;
 
-  RadixNode* new_node(RadixNode* parent, Namespace ns, const TokenId* tokens, const PageId* pages,
+  // A node below `parent` (a namespace root, with no edge, when parent is nullptr).
+  RadixNode* new_node(RadixNode* parent, const TokenId* tokens, const PageId* pages,
                       uint32_t num_pages);
   void destroy_node(RadixNode* node);
   RadixNode* split(RadixNode* node, uint32_t upper_pages);

@@ -24,26 +24,25 @@ void RadixTree::verify() const {
   uint64_t host_cached = 0, host_pinned = 0, host_evictable_nodes = 0;
   std::vector<bool> seen(pool_.capacity_pages(), false);
   std::vector<bool> host_seen(host_tier_ ? host_tier_->pool.capacity_pages() : 0, false);
-  std::vector<const RadixNode*> stack;
+  std::vector<std::pair<const RadixNode*, Namespace>> stack;  // nodes and their namespace
   for (const auto& [ns, root] : roots_) {
     if (root->parent_ != nullptr || root->num_pages() != 0 || root->pages != 0 || root->ns_ != ns ||
         root->host_ != nullptr) {
       fail(fmt::format("root of namespace {} is malformed", ns));
     }
     if (policy_->contains(*root)) fail(fmt::format("root of namespace {} is in the policy", ns));
-    stack.push_back(root);
+    stack.emplace_back(root, ns);
   }
   while (!stack.empty()) {
-    const RadixNode* node = stack.back();
+    const auto [node, ns] = stack.back();
     stack.pop_back();
     const std::string where =
-        fmt::format("node (ns {}, depth {} pages, {} pages, {} on the device)", node->ns_,
+        fmt::format("node (ns {}, depth {} pages, {} pages, {} on the device)", ns,
                     node->prefix_pages, node->num_pages(), node->pages);
     uint64_t child_locks = 0;
     uint32_t device_children = 0;
     node->children_.for_each([&](uint64_t hash, const RadixNode* child) {
       if (child->parent_ != node) fail(where + ": a child's parent pointer is elsewhere");
-      if (child->ns_ != node->ns_) fail(where + ": a child is in another namespace");
       if (child->num_pages() == 0) fail(where + ": a child has an empty edge");
       if (hash != child->first_page_hash_ || hash != hash_page(child->tokens_)) {
         fail(where + ": a child is filed under the wrong hash");
@@ -56,7 +55,7 @@ void RadixTree::verify() const {
       }
       child_locks += child->lock_count_;
       device_children += child->pages > 0 ? 1 : 0;
-      stack.push_back(child);
+      stack.emplace_back(child, ns);
     });
     if (child_locks > node->lock_count_) {
       fail(fmt::format("{}: lock count {} is below its children's sum {}", where, node->lock_count_,
@@ -68,8 +67,11 @@ void RadixTree::verify() const {
     }
     if (node->is_root()) continue;
     ++nodes;
-    if (node->num_pages() > node->capacity_pages_)
+    if (heap::usable_size(node->pages_) < size_t{node->num_pages()} * sizeof(PageId) ||
+        heap::usable_size(node->tokens_) <
+            size_t{node->num_pages()} * page_tokens_ * sizeof(TokenId)) {
       fail(where + ": more pages than its arrays hold");
+    }
     if (node->pages > node->num_pages()) fail(where + ": more device pages than pages");
     // The tier invariants of radix_node.h.
     if (node->pages < node->num_pages() && device_children > 0) {
