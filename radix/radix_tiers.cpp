@@ -342,23 +342,7 @@ CopyTicket RadixTree::load(RadixNode* end, std::span<const PageId> device_pages)
         device_pages.size(), wanted));
   }
   if (wanted == 0) return 0;
-  for (size_t i = 0; i < device_pages.size(); ++i) {
-    const PageId page = device_pages[i];
-    std::string problem;
-    if (!pool_.contains(page)) {
-      problem = "is not in the pool";
-    } else if (pool_.refcount(page) == 0) {
-      problem = "is free: the caller must hold a reference";
-    } else if (in_tree_[page]) {
-      problem = "is already indexed by the tree (or given twice)";
-    }
-    if (!problem.empty()) {
-      for (size_t j = 0; j < i; ++j) in_tree_[device_pages[j]] = false;
-      throw std::invalid_argument(
-          fmt::format("RadixTree::load: device page {} at index {} {}", page, i, problem));
-    }
-    in_tree_[page] = true;
-  }
+  claim_pages(device_pages, 0, "load");
   HostTier& h = *host_tier_;
   h.transfers.clear();
   uint32_t k = 0;

@@ -60,11 +60,15 @@ RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
   if (!policy_) throw std::invalid_argument("RadixTree: an eviction policy is required");
 }
 
-RadixTree::~RadixTree() {
+RadixTree::~RadixTree() { release_everything(); }
+
+// Every node goes, namespace roots included, and every page the tree holds on either tier.
+void RadixTree::release_everything() {
   // No page may go back to a pool while a copy still reads or writes it.
   if (host_tier_ && host_tier_->last_ticket != 0) host_tier_->copier.wait(host_tier_->last_ticket);
   std::vector<RadixNode*> stack;
   for (auto& [ns, root] : roots_) stack.push_back(root);
+  roots_.clear();
   while (!stack.empty()) {
     RadixNode* node = stack.back();
     stack.pop_back();
@@ -233,25 +237,7 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
   const std::span<const PageId> taken = pages.subspan(first_taken);
   const std::span<const PageId> fresh = pages.subspan(first_new);
 
-  // Check every page the tree would take before changing anything. Marking them as we go also
-  // catches a page given twice; the marks are undone on error.
-  for (size_t i = 0; i < taken.size(); ++i) {
-    const PageId page = taken[i];
-    std::string problem;
-    if (!pool_.contains(page)) {
-      problem = "is not in the pool";
-    } else if (pool_.refcount(page) == 0) {
-      problem = "is free: the caller must hold a reference";
-    } else if (in_tree_[page]) {
-      problem = "is already indexed by the tree (or given twice)";
-    }
-    if (!problem.empty()) {
-      for (size_t j = 0; j < i; ++j) in_tree_[taken[j]] = false;
-      throw std::invalid_argument(
-          fmt::format("RadixTree::insert: page {} at index {} {}", page, first_taken + i, problem));
-    }
-    in_tree_[page] = true;
-  }
+  claim_pages(taken, first_taken, "insert");
 
   // Everything that allocates comes first; if it runs out of memory, the marks are undone and the
   // tree indexes what it did before (a split may remain: it changes no cached content).
@@ -385,6 +371,28 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   return upper;
 }
 
+void RadixTree::claim_pages(std::span<const PageId> pages, size_t first_index,
+                            const char* operation) {
+  // Marking them as we go also catches a page given twice; the marks are undone on error.
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const PageId page = pages[i];
+    std::string problem;
+    if (!pool_.contains(page)) {
+      problem = "is not in the pool";
+    } else if (pool_.refcount(page) == 0) {
+      problem = "is free: the caller must hold a reference";
+    } else if (in_tree_[page]) {
+      problem = "is already indexed by the tree (or given twice)";
+    }
+    if (!problem.empty()) {
+      for (size_t j = 0; j < i; ++j) in_tree_[pages[j]] = false;
+      throw std::invalid_argument(fmt::format("RadixTree::{}: page {} at index {} {}", operation,
+                                              page, first_index + i, problem));
+    }
+    in_tree_[page] = true;
+  }
+}
+
 void RadixTree::check_node(const RadixNode* node, const char* operation) const {
   if (node == nullptr) {
     throw std::invalid_argument(fmt::format("RadixTree::{}: null node handle", operation));
@@ -500,23 +508,9 @@ void RadixTree::clear() {
           fmt::format("RadixTree::clear: namespace {} still has {} locks", ns, root->lock_count_));
     }
   }
-  if (host_tier_ && host_tier_->last_ticket != 0) host_tier_->copier.wait(host_tier_->last_ticket);
-  // Namespace roots go too (they come back on first use), which spares unlinking children.
-  std::vector<RadixNode*> stack;
-  for (auto& [ns, root] : roots_) stack.push_back(root);
-  roots_.clear();
-  while (!stack.empty()) {
-    RadixNode* node = stack.back();
-    stack.pop_back();
-    node->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
-    release_node_pages(node);
-    destroy_node(node);
-  }
+  release_everything();  // namespace roots come back on first use
   cached_pages_ = 0;
-  if (host_tier_) {
-    host_tier_->cached = 0;
-    retire_copies();
-  }
+  if (host_tier_) host_tier_->cached = 0;
   if (events_) events_->cleared();
 }
 

@@ -240,6 +240,11 @@ class RadixTree final : public Evictor {
   void check_node(const RadixNode* node, const char* operation) const;
   void check_empty(const char* operation) const;
   void release_node_pages(RadixNode* node);
+  void release_everything();
+  // Checks that the tree may take `pages` (in the pool, held by the caller, not indexed, none
+  // twice) and marks them indexed; throws std::invalid_argument naming the first that is not,
+  // with its index counted from first_index, and marks nothing.
+  void claim_pages(std::span<const PageId> pages, size_t first_index, const char* operation);
 
   // radix_tiers.cpp: the host tier.
   uint64_t evict_tiered(uint64_t n);

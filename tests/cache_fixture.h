@@ -19,6 +19,48 @@ inline std::vector<TokenId> iota_tokens(size_t n, TokenId first = 0) {
   return tokens;
 }
 
+// Every page's refcount equals the tree's reference plus the references in `held`; the free list
+// holds exactly the pages nobody references; capacity == free + cached + private.
+inline void check_device_accounting(const PagePool& pool, const RadixTree& tree,
+                                    const std::vector<std::vector<PageId>>& held) {
+  std::vector<uint32_t> expected(pool.capacity_pages(), 0);
+  for (PageId p = 0; p < pool.capacity_pages(); ++p) expected[p] = tree.indexes_page(p) ? 1 : 0;
+  uint64_t private_pages = 0;
+  for (const auto& pages : held) {
+    for (PageId p : pages) {
+      if (expected[p] == 0) ++private_pages;
+      ++expected[p];
+    }
+  }
+  uint64_t free_pages = 0;
+  for (PageId p = 0; p < pool.capacity_pages(); ++p) {
+    if (pool.refcount(p) != expected[p]) {
+      throw std::logic_error(
+          fmt::format("page {} has refcount {}, but the tree and the holders own {}", p,
+                      pool.refcount(p), expected[p]));
+    }
+    free_pages += expected[p] == 0 ? 1 : 0;
+  }
+  if (free_pages != pool.free_pages() ||
+      pool.capacity_pages() != pool.free_pages() + tree.cached_pages() + private_pages) {
+    throw std::logic_error(
+        fmt::format("accounting: capacity {} != free {} + cached {} + private {}",
+                    pool.capacity_pages(), pool.free_pages(), tree.cached_pages(), private_pages));
+  }
+}
+
+// Caches `tokens` in `tree` as a finished request does: fresh pages of `pool`, inserted, the
+// request's references dropped. Returns the insert's result.
+inline InsertResult cache_tokens(PagePool& pool, RadixTree& tree, std::span<const TokenId> tokens,
+                                 Namespace ns) {
+  std::vector<PageId> pages;
+  const auto n = static_cast<uint32_t>(tokens.size() / tree.page_tokens());
+  if (!pool.allocate(n, pages)) throw std::logic_error("cache_tokens: the pool is full");
+  const InsertResult result = tree.insert(ns, tokens, pages);
+  pool.release(pages);
+  return result;
+}
+
 struct CacheFixture {
   explicit CacheFixture(uint32_t page_tokens, uint32_t capacity_pages = 256,
                         std::string_view policy = "lru")
@@ -27,42 +69,13 @@ struct CacheFixture {
   // Allocates pages for `tokens` as a sequence would, inserts them, and drops the sequence's own
   // references, as a finished request does. Returns the insert's result.
   InsertResult cache(std::span<const TokenId> tokens, Namespace ns = 0) {
-    std::vector<PageId> pages;
-    const auto n = static_cast<uint32_t>(tokens.size() / tree.page_tokens());
-    if (!pool.allocate(n, pages)) throw std::logic_error("CacheFixture::cache: the pool is full");
-    const InsertResult result = tree.insert(ns, tokens, pages);
-    pool.release(pages);
-    return result;
+    return cache_tokens(pool, tree, tokens, ns);
   }
 
-  // Every page's refcount equals the tree's reference plus the references in `held`; the free
-  // list holds exactly the pages nobody references; verify() passes.
+  // verify(), then check_device_accounting().
   void check(const std::vector<std::vector<PageId>>& held = {}) const {
     tree.verify();
-    std::vector<uint32_t> expected(pool.capacity_pages(), 0);
-    for (PageId p = 0; p < pool.capacity_pages(); ++p) expected[p] = tree.indexes_page(p) ? 1 : 0;
-    uint64_t private_pages = 0;
-    for (const auto& pages : held) {
-      for (PageId p : pages) {
-        if (expected[p] == 0) ++private_pages;
-        ++expected[p];
-      }
-    }
-    uint64_t free_pages = 0;
-    for (PageId p = 0; p < pool.capacity_pages(); ++p) {
-      if (pool.refcount(p) != expected[p]) {
-        throw std::logic_error(
-            fmt::format("page {} has refcount {}, but the tree and the holders own {}", p,
-                        pool.refcount(p), expected[p]));
-      }
-      free_pages += expected[p] == 0 ? 1 : 0;
-    }
-    if (free_pages != pool.free_pages() ||
-        pool.capacity_pages() != pool.free_pages() + tree.cached_pages() + private_pages) {
-      throw std::logic_error(fmt::format(
-          "accounting: capacity {} != free {} + cached {} + private {}", pool.capacity_pages(),
-          pool.free_pages(), tree.cached_pages(), private_pages));
-    }
+    check_device_accounting(pool, tree, held);
   }
 
   PagePool pool;

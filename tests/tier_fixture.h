@@ -41,15 +41,8 @@ struct TierFixture {
     tree.add_host_tier(std::move(setup));
   }
 
-  // Caches `tokens` as a finished request does: fresh pages, inserted, the request's references
-  // dropped. Returns the insert's result.
   InsertResult cache(std::span<const TokenId> tokens, Namespace ns = 0) {
-    std::vector<PageId> pages;
-    const auto n = static_cast<uint32_t>(tokens.size() / tree.page_tokens());
-    if (!pool.allocate(n, pages)) throw std::logic_error("TierFixture::cache: the pool is full");
-    const InsertResult result = tree.insert(ns, tokens, pages);
-    pool.release(pages);
-    return result;
+    return cache_tokens(pool, tree, tokens, ns);
   }
 
   // Matches `tokens`, locks the match and loads its host run into fresh device pages, as admit
@@ -74,24 +67,7 @@ struct TierFixture {
   // page's is (tree) + (copies in flight), and both identities hold.
   void check(const std::vector<std::vector<PageId>>& held = {}) const {
     tree.verify();
-    std::vector<uint32_t> expected(pool.capacity_pages(), 0);
-    for (PageId p = 0; p < pool.capacity_pages(); ++p) expected[p] = tree.indexes_page(p) ? 1 : 0;
-    uint64_t private_pages = 0;
-    for (const auto& pages : held) {
-      for (PageId p : pages) {
-        if (expected[p] == 0) ++private_pages;
-        ++expected[p];
-      }
-    }
-    for (PageId p = 0; p < pool.capacity_pages(); ++p) {
-      if (pool.refcount(p) != expected[p]) {
-        throw std::logic_error(fmt::format("device page {} has refcount {}, expected {}", p,
-                                           pool.refcount(p), expected[p]));
-      }
-    }
-    if (pool.capacity_pages() != pool.free_pages() + tree.cached_pages() + private_pages) {
-      throw std::logic_error("device: capacity != free + cached + private");
-    }
+    check_device_accounting(pool, tree, held);
     std::vector<uint32_t> host_expected(host.capacity_pages(), 0);
     for (PageId p = 0; p < host.capacity_pages(); ++p) host_expected[p] = tree.host_indexes_page(p);
     for (PageId p : tree.host_in_flight_page_ids()) ++host_expected[p];
