@@ -4,7 +4,10 @@
 #   2. the same main.cpp compiled with `pkg-config --cflags --libs radixkv`, and run;
 #   3. every installed header compiled on its own (none may need a header that is not installed);
 #   4. in the consumer, malloc, free and operator new bound to the C and C++ runtime libraries,
-#      never to mimalloc (LD_DEBUG=bindings), while radixkv's own heap is mimalloc.
+#      never to mimalloc (LD_DEBUG=bindings), while radixkv's own heap is mimalloc;
+#   5. examples/embed again with radixkv added by add_subdirectory (as FetchContent does): it
+#      builds the libraries only, and the consumer's compile line carries none of radixkv's
+#      warnings and not the repository root.
 # usage: scripts/check-install.sh [BUILD_DIR]   (default: build, as scripts/build.sh leaves it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,4 +68,30 @@ done
 grep -qE "normal symbol \`mi_malloc'" "$scratch/bindings.log" ||
   grep -qE '^RADIXKV_SANITIZE:STRING=.+' "$build_dir/CMakeCache.txt" ||
   fail "radixkv's heap never bound mi_malloc: is mimalloc in use?"
+
+step "examples/embed with add_subdirectory(<this checkout>)"
+root=$(pwd)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S examples/embed -B "$scratch/sub" -DRADIXKV_SOURCE_DIR="$root" -DRADIXKV_WERROR=ON "${launcher[@]}" \
+  -DRADIXKV_CUDA=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$scratch/sub.log" 2>&1 ||
+  fail "configure with add_subdirectory: $(cat "$scratch/sub.log")"
+cmake --build "$scratch/sub" -j2 >>"$scratch/sub.log" 2>&1 ||
+  fail "build with add_subdirectory: $(tail -20 "$scratch/sub.log")"
+"$scratch/sub/embed" || fail "examples/embed (add_subdirectory) exited with $?"
+for target in radixkv radixkv_bench test_runtime; do
+  [[ ! -e $(find "$scratch/sub" -name "$target" -type f -print -quit) ]] ||
+    fail "add_subdirectory built $target: tests, benchmarks and tools should be off"
+done
+command=$(/usr/bin/python3 - "$scratch/sub/compile_commands.json" <<'PY'
+import json, sys
+for entry in json.load(open(sys.argv[1])):
+    if entry["file"].endswith("examples/embed/main.cpp"):
+        print(entry["command"])
+PY
+)
+[[ -n $command ]] || fail "no compile command for examples/embed/main.cpp"
+for flag in -Wall -Wextra -Wpedantic -Werror "-I$root " "-I$root/tests"; do
+  [[ "$command " != *"$flag"* ]] || fail "radixkv leaks '$flag' into its consumer: $command"
+done
 step "ok"

@@ -17,5 +17,5 @@ add_test(NAME readme_example
 if(RADIXKV_INSTALL AND NOT RADIXKV_SANITIZE)
   add_test(NAME install_and_embed
     COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-install.sh ${PROJECT_BINARY_DIR})
-  set_tests_properties(install_and_embed PROPERTIES LABELS install TIMEOUT 600)
+  set_tests_properties(install_and_embed PROPERTIES LABELS "install;slow" TIMEOUT 900)
 endif()
