@@ -166,15 +166,15 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
       problem = "is not in the pool";
     } else if (pool_.refcount(page) == 0) {
       problem = "is free: the caller must hold a reference";
-    } else if (in_tree_[page]) {
+    } else if (marked(page)) {
       problem = "is already indexed by the tree (or given twice)";
     }
     if (!problem.empty()) {
-      for (size_t j = 0; j < i; ++j) in_tree_[fresh[j]] = false;
+      for (size_t j = 0; j < i; ++j) marked(fresh[j]) = false;
       throw std::invalid_argument(
           fmt::format("RadixTree::insert: page {} at index {} {}", page, first_new + i, problem));
     }
-    in_tree_[page] = true;
+    marked(page) = true;
   }
 
   // Everything that allocates comes first; if it runs out of memory, the marks are undone and the
@@ -190,7 +190,7 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
     }
   } catch (...) {
     if (leaf != nullptr) destroy_node(leaf);
-    for (PageId page : fresh) in_tree_[page] = false;
+    for (PageId page : fresh) marked(page) = false;
     throw;
   }
   if (leaf != nullptr) {
@@ -337,7 +337,7 @@ void RadixTree::erase_leaf(RadixNode* node) {
         node->is_root(), node->num_children(), node->lock_count_));
   }
   for (PageId page : node->page_ids()) {
-    in_tree_[page] = false;
+    marked(page) = false;
     pool_.release(page);
   }
   cached_pages_ -= node->pages;
@@ -355,7 +355,7 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
     auto* leaf = static_cast<RadixNode*>(entry);
     // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
     const PageId page = leaf->pages_[--leaf->pages];
-    in_tree_[page] = false;
+    marked(page) = false;
     pool_.release(page);
     --cached_pages_;
     if (leaf->pages == 0) {

@@ -61,9 +61,10 @@ void RadixTree::verify() const {
     if (node->pages > node->capacity_pages_) fail(where + ": more pages than its arrays hold");
     for (PageId page : node->page_ids()) {
       if (!pool_.contains(page)) fail(fmt::format("{}: page {} is not in the pool", where, page));
-      if (seen[page]) fail(fmt::format("{}: page {} is indexed twice", where, page));
-      seen[page] = true;
-      if (!in_tree_[page]) fail(fmt::format("{}: page {} is not marked as indexed", where, page));
+      if (seen[page - pool_.first_page()])
+        fail(fmt::format("{}: page {} is indexed twice", where, page));
+      seen[page - pool_.first_page()] = true;
+      if (!marked(page)) fail(fmt::format("{}: page {} is not marked as indexed", where, page));
       if (pool_.refcount(page) == 0)
         fail(fmt::format("{}: page {} is free in the pool", where, page));
     }
