@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "eviction/policy_registry.h"
+#include "radixkv/version.h"
 #include "tools/cli/cli.h"
 #include "tools/trace/json_reader.h"
 #include "tools/trace/units.h"
@@ -109,6 +111,27 @@ TEST_CASE("cli: every command has --help") {
     CHECK(run.out.find("usage:") != std::string::npos);
   }
   CHECK(cli({"replay", "--help"}).out.find("--capacity-tokens") != std::string::npos);
+}
+
+TEST_CASE("cli: replay --help lists every registered policy with its parameters and defaults") {
+  const std::string help = cli({"replay", "--help"}).out;
+  for (const radixkv::PolicyInfo& policy : radixkv::policy_registry()) {
+    CAPTURE(policy.name);
+    CHECK(help.find("  " + std::string(policy.name) + " ") != std::string::npos);
+    for (const radixkv::PolicyParameter& p : policy.parameters) {
+      CHECK(help.find(std::string(p.key) + "=" + std::string(p.unit)) != std::string::npos);
+    }
+  }
+  CHECK(help.find("protected=FRACTION") != std::string::npos);
+  CHECK(help.find("[0.8]") != std::string::npos);
+  CHECK(help.find("retention=SECONDS") != std::string::npos);
+  CHECK(help.find("[inf]") != std::string::npos);
+}
+
+TEST_CASE("cli: --version prints the project's version") {
+  const Run run = cli({"--version"});
+  CHECK(run.status == kExitOk);
+  CHECK(run.out == std::string("radixkv ") + RADIXKV_VERSION_STRING + "\n");
 }
 
 TEST_CASE("cli: a missing or malformed trace exits 1 with file and line") {

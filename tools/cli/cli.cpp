@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include "radixkv/version.h"
 #include "tools/trace/trace.h"
 #include "tools/trace/units.h"
 
@@ -19,7 +20,8 @@ constexpr const char* kUsage =
     "           (with no --trace: the bundled default multi-turn trace)\n"
     "  gen      write a synthetic multi-turn trace in the native format\n"
     "\n"
-    "Run `radixkv <command> --help` for its flags. Traces: docs/trace_format.md.\n";
+    "Run `radixkv <command> --help` for its flags, `radixkv --version` for the version.\n"
+    "Traces: docs/trace_format.md.\n";
 
 }  // namespace
 
@@ -34,6 +36,10 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
   try {
     if (command == "--help" || command == "-h" || command == "help") {
       out << kUsage;
+      return kExitOk;
+    }
+    if (command == "--version" || command == "version") {
+      out << "radixkv " << kVersion << "\n";
       return kExitOk;
     }
     if (command == "gen") return run_gen(rest, out, err);

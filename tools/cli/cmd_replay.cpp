@@ -7,6 +7,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "eviction/policy_registry.h"
 #include "kv_store/page_pool.h"
 #include "tools/cli/args.h"
 #include "tools/cli/cli.h"
@@ -138,6 +139,8 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
         "Engine mode (docs/engine.md) serves the trace with the reference batch scheduler on one\n"
         "KV pool (--pool-bytes) and a simulated clock, and reports time to first token and\n"
         "throughput with the cache and without it, side by side.");
+    out << "\neviction policies (--policy NAME, or NAME:key=value,... to set parameters):\n"
+        << policy_help();
     return kExitOk;
   }
 
