@@ -103,12 +103,13 @@ class RadixTree final : public Evictor {
 
   uint64_t protected_pages() const { return protected_pages_; }
   std::size_t evictable_leaves() const { return policy_->size(); }
-  bool indexes_page(PageId page) const { return page < in_tree_.size() && in_tree_[page]; }
+  bool indexes_page(PageId page) const { return pool_.contains(page) && marked(page); }
   const TreeStats& stats() const { return stats_; }
   // Bytes of tree metadata (nodes, token and page arrays, child tables, the per-page bitmap), as
   // allocated, measured through the allocator's usable sizes (kv_store/heap.h).
   uint64_t metadata_bytes() const;
   EvictionPolicy& policy() { return *policy_; }
+  const EvictionPolicy& policy() const { return *policy_; }
   PagePool& pool() { return pool_; }
 
   // Walks every namespace and checks every invariant of this header and radix_node.h; throws
@@ -137,12 +138,15 @@ class RadixTree final : public Evictor {
   }
   void remove_leaf(RadixNode* node);
   void check_node(const RadixNode* node, const char* operation) const;
+  // The page's bit in in_tree_; `page` must be in the pool.
+  std::vector<bool>::reference marked(PageId page) { return in_tree_[page - pool_.first_page()]; }
+  bool marked(PageId page) const { return in_tree_[page - pool_.first_page()]; }
 
   PagePool& pool_;
   std::unique_ptr<EvictionPolicy> policy_;
   uint32_t page_tokens_;
   std::unordered_map<Namespace, RadixNode*> roots_;
-  std::vector<bool> in_tree_;  // per pool page: indexed by this tree
+  std::vector<bool> in_tree_;  // per pool page (by page - first_page): indexed by this tree
   uint64_t clock_ = 0;
   uint64_t cached_pages_ = 0;
   uint64_t protected_pages_ = 0;

@@ -7,7 +7,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/runtime_internals.h"
+
 namespace radixkv {
+
+using detail::Sequence;
 
 namespace {
 
@@ -49,8 +53,9 @@ std::string_view to_string(RuntimeStatus status) {
 
 PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config)
     : pool_(pool),
+      claim_(pool, "PrefixCacheRuntime"),
       page_tokens_(pool.layout().page_tokens),
-      tree_(pool, make_policy(config.policy)),
+      tree_(pool, config.policy.make()),
       allocator_(pool, tree_, make_budget(pool, config)) {}
 
 PrefixCacheRuntime::~PrefixCacheRuntime() {
@@ -140,12 +145,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.block_table.clear();
   s.block_table.reserve(total_pages);
 
-  // The last prompt token is always computed: match no further than the last page boundary
-  // strictly below the prompt length.
-  const size_t cut = (len - 1) / page_tokens_ * page_tokens_;
   const AccessHint hint{request.priority, now_};
   const MatchResult match =
-      tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint);
+      tree_.match(request.name_space, request.prompt.first(reuse_cut(len)), &s.block_table, hint);
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
   for (PageId page : s.block_table) pool_.retain(page);
@@ -284,6 +286,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
   Sequence& s = live(seq, "finish");
+  check_pages_held(s, "finish");  // before the insert, which the release could not undo
   const CommitResult result = insert_computed(s);
   release_sequence(s, SeqState::kFinished);
   ++stats_.finishes;
@@ -295,20 +298,45 @@ CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
 
 void PrefixCacheRuntime::abort(SeqHandle seq) {
   Sequence& s = live(seq, "abort");
+  check_pages_held(s, "abort");
   release_sequence(s, SeqState::kAborted);
   ++stats_.aborts;
   stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish
 }
 
+void PrefixCacheRuntime::check_pages_held(const Sequence& s, const char* operation) const {
+  try {
+    pool_.check_held(s.block_table, operation);
+  } catch (const std::logic_error& e) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::{}: request {} holds a page that is no longer held in the pool (was "
+        "it released outside the runtime?); nothing changed: {}",
+        operation, s.request_id, e.what()));
+  }
+}
+
 void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
-  tree_.unlock(s.locked);
+  // Pages first: the release is all or nothing, and the unlock cannot fail for a live sequence,
+  // so nothing is left half done if the release throws.
   pool_.release(s.block_table);
+  tree_.unlock(s.locked);
   s.block_table.clear();
   s.tokens.clear();
   s.locked = nullptr;
   s.state = end_state;
   --live_;
   free_slots_.push_back(static_cast<uint32_t>(&s - slots_.data()));
+}
+
+uint32_t PrefixCacheRuntime::reuse_cut(std::size_t prompt_tokens) const {
+  // Match no further than the last page boundary strictly below the prompt length.
+  return prompt_tokens == 0
+             ? 0
+             : static_cast<uint32_t>((prompt_tokens - 1) / page_tokens_ * page_tokens_);
+}
+
+uint32_t PrefixCacheRuntime::cached_prefix(Namespace ns, std::span<const TokenId> prompt) const {
+  return tree_.peek(ns, prompt.first(reuse_cut(prompt.size())));
 }
 
 uint64_t PrefixCacheRuntime::evict(uint64_t pages) {

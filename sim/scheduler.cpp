@@ -362,15 +362,12 @@ void Scheduler::release_share(Entry& e) {
 
 uint32_t Scheduler::cached_prefix(const Entry& e) const {
   if (!config_.use_cache) return 0;
-  // The same cut as admit: the last prompt token is always computed.
-  const std::size_t cut = (e.tokens.size() - 1) / page_tokens_ * page_tokens_;
-  return runtime_.tree().peek(e.request.name_space, std::span<const TokenId>(e.tokens).first(cut));
+  return runtime_.cached_prefix(e.request.name_space, e.tokens);
 }
 
 uint64_t Scheduler::share_key_of(const Entry& e, uint32_t cached) const {
   // Only a whole page that admit could ever reuse counts: pages below the cut of admit.
-  const std::size_t cut = (e.tokens.size() - 1) / page_tokens_ * page_tokens_;
-  if (cached + page_tokens_ > cut) return 0;
+  if (cached + page_tokens_ > runtime_.reuse_cut(e.tokens.size())) return 0;
   uint64_t h = mix(e.request.name_space ^ mix(cached));
   for (uint32_t i = cached; i < cached + page_tokens_; ++i) {
     h = mix(h ^ static_cast<uint32_t>(e.tokens[i]));
@@ -435,7 +432,7 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
   // surely cannot give: a refused admit has already evicted the whole evictable cache.
   // (The matched pages may be evictable now and locked by the admit, so this can pass and the
   // admit still fail; it never refuses what the admit would grant without the reserve.)
-  const uint64_t available = pool.free_pages() + runtime_.tree().evictable_pages();
+  const uint64_t available = pool.free_pages() + runtime_.evictable_pages();
   const uint64_t wanted =
       ceil_div(e.tokens.size(), page_tokens_) - cached / page_tokens_ + running_.size();
   if (available < wanted && !running_.empty()) return false;

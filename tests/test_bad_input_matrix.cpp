@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "runtime/prefix_cache_runtime.h"
+#include "runtime/runtime_internals.h"
 #include "tools/cli/cli.h"
 
 namespace fs = std::filesystem;
@@ -192,8 +193,9 @@ TEST_CASE("matrix: runtime misuse is refused and leaves the cache intact") {
                   std::invalid_argument);
   CHECK_THROWS_AS(runtime.admit({4, 0, prompt, 101}), std::invalid_argument);
   intact();
-  // Below the runtime: unlock below zero and foreign page ids, straight on its tree.
-  RadixTree& tree = runtime.tree();
+  // Below the runtime: unlock below zero and foreign page ids, straight on its tree (which only
+  // radixkv's own tests can reach).
+  RadixTree& tree = detail::RuntimeInternals::tree(runtime);
   const MatchResult m = tree.match(5, prompt);  // another namespace: its root, never locked
   CHECK_THROWS_WITH_AS(tree.unlock(m.node), doctest::Contains("not locked"), std::logic_error);
   const std::vector<PageId> foreign{900, 901, 902, 903, 904};
