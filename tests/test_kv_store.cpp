@@ -140,7 +140,7 @@ TEST_CASE("partitions take contiguous ranges of one pool's ids and keep their ow
   CHECK(pool.free_pages() == 3);  // still lent
 }
 
-TEST_CASE("a partition gives its pages back when destroyed; bad partitions are refused") {
+TEST_CASE("a partition gives its pages back when destroyed, and bad partitions are refused") {
   PagePool pool(KvLayout{1, 1, 8, 2, 4}, 6);
   {
     PagePool a(pool, 2);
