@@ -141,7 +141,9 @@ void PagePool::release(PageId page) {
 }
 
 void PagePool::check_held(std::span<const PageId> pages, const char* operation) const {
-  for (PageId page : pages) check_held(page, operation);
+  for (PageId page : pages) {
+    if (!contains(page) || count(page) == 0) check_held(page, operation);  // throws, saying why
+  }
 }
 
 void PagePool::release(std::span<const PageId> pages) {
