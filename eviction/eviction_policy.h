@@ -41,22 +41,22 @@ class EvictionPolicy {
 // "gdsf:depth_pages=512"), or a factory of the caller's own, for a policy the registry does not
 // know (an engine's). Converts implicitly from either, so `.policy = "lru"` and
 // `.policy = [] { return std::make_unique<MyPolicy>(); }` both work.
+template <typename F>
+concept PolicyFactoryLike = std::is_invocable_r_v<std::unique_ptr<EvictionPolicy>, F&>;
+
 class PolicyChoice {
  public:
   PolicyChoice(const char* spec) : spec_(spec) {}
   PolicyChoice(std::string spec) : spec_(std::move(spec)) {}
   PolicyChoice(std::string_view spec) : spec_(spec) {}
-  template <typename Factory>
-  requires std::is_invocable_r_v<std::unique_ptr<EvictionPolicy>, Factory&> PolicyChoice(
-      Factory factory)
-      : factory_(std::move(factory)) {}
+  template <PolicyFactoryLike Factory>
+  PolicyChoice(Factory factory) : factory_(std::move(factory)) {}
 
   // A new policy: make_policy(spec), or the factory's. Throws std::invalid_argument for a bad
   // spec, or a factory that returns no policy.
   std::unique_ptr<EvictionPolicy> make() const;
   // The spec, or "" for a factory.
   const std::string& spec() const { return spec_; }
-  bool is_factory() const { return static_cast<bool>(factory_); }
 
  private:
   std::string spec_;
