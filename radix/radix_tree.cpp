@@ -51,6 +51,7 @@ RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
     : pool_(pool),
       policy_(std::move(policy)),
       page_tokens_(pool.layout().page_tokens),
+      first_page_(pool.first_page()),
       in_tree_(pool.capacity_pages(), false) {
   if (!policy_) throw std::invalid_argument("RadixTree: an eviction policy is required");
 }

@@ -139,14 +139,15 @@ class RadixTree final : public Evictor {
   void remove_leaf(RadixNode* node);
   void check_node(const RadixNode* node, const char* operation) const;
   // The page's bit in in_tree_; `page` must be in the pool.
-  std::vector<bool>::reference marked(PageId page) { return in_tree_[page - pool_.first_page()]; }
-  bool marked(PageId page) const { return in_tree_[page - pool_.first_page()]; }
+  std::vector<bool>::reference marked(PageId page) { return in_tree_[page - first_page_]; }
+  bool marked(PageId page) const { return in_tree_[page - first_page_]; }
 
   PagePool& pool_;
   std::unique_ptr<EvictionPolicy> policy_;
   uint32_t page_tokens_;
+  PageId first_page_;  // the pool's first page id (a partition's need not be 0)
   std::unordered_map<Namespace, RadixNode*> roots_;
-  std::vector<bool> in_tree_;  // per pool page (by page - first_page): indexed by this tree
+  std::vector<bool> in_tree_;  // per pool page (by page - first_page_): indexed by this tree
   uint64_t clock_ = 0;
   uint64_t cached_pages_ = 0;
   uint64_t protected_pages_ = 0;

@@ -61,9 +61,8 @@ void RadixTree::verify() const {
     if (node->pages > node->capacity_pages_) fail(where + ": more pages than its arrays hold");
     for (PageId page : node->page_ids()) {
       if (!pool_.contains(page)) fail(fmt::format("{}: page {} is not in the pool", where, page));
-      if (seen[page - pool_.first_page()])
-        fail(fmt::format("{}: page {} is indexed twice", where, page));
-      seen[page - pool_.first_page()] = true;
+      if (seen[page - first_page_]) fail(fmt::format("{}: page {} is indexed twice", where, page));
+      seen[page - first_page_] = true;
       if (!marked(page)) fail(fmt::format("{}: page {} is not marked as indexed", where, page));
       if (pool_.refcount(page) == 0)
         fail(fmt::format("{}: page {} is free in the pool", where, page));

@@ -286,7 +286,9 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
   Sequence& s = live(seq, "finish");
-  check_pages_held(s, "finish");  // before the insert, which the release could not undo
+  // The release at the end is all or nothing, but the insert before it is not undone: so a page
+  // the caller released behind our back must be found first, while nothing has changed.
+  check_private_pages_held(s, "finish");
   const CommitResult result = insert_computed(s);
   release_sequence(s, SeqState::kFinished);
   ++stats_.finishes;
@@ -298,15 +300,17 @@ CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
 
 void PrefixCacheRuntime::abort(SeqHandle seq) {
   Sequence& s = live(seq, "abort");
-  check_pages_held(s, "abort");
   release_sequence(s, SeqState::kAborted);
   ++stats_.aborts;
   stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish
 }
 
-void PrefixCacheRuntime::check_pages_held(const Sequence& s, const char* operation) const {
+void PrefixCacheRuntime::check_private_pages_held(const Sequence& s, const char* operation) const {
+  // Committed pages need no look: the tree holds a reference to each besides ours, so one release
+  // behind our back cannot free them (two would have broken the tree, which check_accounting()
+  // reports).
   try {
-    pool_.check_held(s.block_table, operation);
+    pool_.check_held(std::span<const PageId>(s.block_table).subspan(s.committed_pages), operation);
   } catch (const std::logic_error& e) {
     throw std::logic_error(fmt::format(
         "PrefixCacheRuntime::{}: request {} holds a page that is no longer held in the pool (was "

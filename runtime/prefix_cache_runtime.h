@@ -183,8 +183,8 @@ class PrefixCacheRuntime {
   const detail::Sequence& live(SeqHandle seq, const char* operation) const;
   CommitResult insert_computed(detail::Sequence& s);
   // Throws std::logic_error, naming the page, if the pool no longer counts one of the sequence's
-  // pages as held (a release behind the runtime's back).
-  void check_pages_held(const detail::Sequence& s, const char* operation) const;
+  // private pages as held (a release behind the runtime's back).
+  void check_private_pages_held(const detail::Sequence& s, const char* operation) const;
   void release_sequence(detail::Sequence& s, SeqState end_state);
   void check_computed(const detail::Sequence& s, uint32_t computed_tokens,
                       const char* operation) const;
