@@ -7,16 +7,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/splitmix64.h"
+
 namespace radixkv {
 
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -368,9 +363,9 @@ uint32_t Scheduler::cached_prefix(const Entry& e) const {
 uint64_t Scheduler::share_key_of(const Entry& e, uint32_t cached) const {
   // Only a whole page that admit could ever reuse counts: pages below the cut of admit.
   if (cached + page_tokens_ > runtime_.reuse_cut(e.tokens.size())) return 0;
-  uint64_t h = mix(e.request.name_space ^ mix(cached));
+  uint64_t h = splitmix64(e.request.name_space ^ splitmix64(cached));
   for (uint32_t i = cached; i < cached + page_tokens_; ++i) {
-    h = mix(h ^ static_cast<uint32_t>(e.tokens[i]));
+    h = splitmix64(h ^ static_cast<uint32_t>(e.tokens[i]));
   }
   return h | 1;  // 0 means "no key"
 }
