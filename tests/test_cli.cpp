@@ -1,6 +1,8 @@
 // The radixkv command line: flags, exit statuses, reports, the sweep plot, and the real binary.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 #include "eviction/policy_registry.h"
 #include "radixkv/version.h"
 #include "tools/cli/cli.h"
-#include "tools/trace/json_reader.h"
 #include "tools/trace/units.h"
 
 namespace fs = std::filesystem;
@@ -149,26 +150,27 @@ TEST_CASE("cli: a missing or malformed trace exits 1 with file and line") {
 
   run = cli({"replay", "--trace", bad.string(), "--skip-bad", "--json"});
   CHECK(run.status == kExitOk);
-  const JsonValue report = parse_json(run.out);
-  CHECK(report.find("skipped_records")->as_int() == 1);
-  CHECK(report.find("requests")->as_int() == 3);
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  CHECK(report["skipped_records"] == 1);
+  CHECK(report["requests"] == 3);
 }
 
 TEST_CASE("cli: --json prints one object with the documented keys") {
   const fs::path trace = temp_file("small.jsonl", kSmallTrace);
   const Run run = cli({"replay", "--trace", trace.string(), "--page-tokens", "16", "--json"});
   REQUIRE(run.status == kExitOk);
-  const JsonValue report = parse_json(run.out);  // throws unless the whole output is one value
+  // parse() throws unless the whole output is one JSON value.
+  const nlohmann::json report = nlohmann::json::parse(run.out);
   for (const char* key : {"hit_rate", "requests", "input_tokens", "hit_tokens", "evictions",
                           "pages_leaked", "wall_seconds", "peak_cached_bytes", "admit_us"}) {
     CAPTURE(key);
-    CHECK(report.find(key) != nullptr);
+    CHECK(report.contains(key));
   }
   // Request 1 = request 0's 64 tokens + 16 answer tokens + 32: the 64 (4 pages of 16) hit.
-  CHECK(report.find("requests")->as_int() == 2);
-  CHECK(report.find("input_tokens")->as_int() == 64 + 112);
-  CHECK(report.find("hit_tokens")->as_int() == 64);
-  CHECK(report.find("pages_leaked")->as_int() == 0);
+  CHECK(report["requests"] == 2);
+  CHECK(report["input_tokens"] == 64 + 112);
+  CHECK(report["hit_tokens"] == 64);
+  CHECK(report["pages_leaked"] == 0);
 }
 
 TEST_CASE("cli: capacity from bytes uses the model preset") {
@@ -176,10 +178,10 @@ TEST_CASE("cli: capacity from bytes uses the model preset") {
   // llama-3-8b: 128 KiB per token, so 16 MiB = 128 tokens = 8 pages of 16.
   const Run run = cli({"replay", "--trace", trace.string(), "--cache-bytes", "16MiB", "--json"});
   REQUIRE(run.status == kExitOk);
-  CHECK(parse_json(run.out).find("capacity_pages")->as_int() == 8);
+  CHECK(nlohmann::json::parse(run.out)["capacity_pages"] == 8);
   const Run qwen = cli({"replay", "--trace", trace.string(), "--cache-bytes", "16MiB", "--model",
                         "qwen2.5-7b", "--json"});
-  CHECK(parse_json(qwen.out).find("capacity_tokens")->as_int() == 16 * 1024 / 56 / 16 * 16);
+  CHECK(nlohmann::json::parse(qwen.out)["capacity_tokens"] == 16 * 1024 / 56 / 16 * 16);
 }
 
 TEST_CASE("cli: --sweep prints a table and writes an SVG with one line per policy") {
@@ -201,7 +203,7 @@ TEST_CASE("cli: --sweep prints a table and writes an SVG with one line per polic
   const Run json = cli({"replay", "--trace", trace.string(), "--sweep", "64,1e4", "--plot",
                         plot.string(), "--json"});
   REQUIRE(json.status == kExitOk);
-  CHECK(parse_json(json.out).find("runs")->items().size() == 2);
+  CHECK(nlohmann::json::parse(json.out)["runs"].size() == 2);
 }
 
 TEST_CASE("cli: gen writes the same file for the same seed") {

@@ -214,7 +214,7 @@ TEST_CASE("native: parents, answers, namespaces, priorities") {
   // A regenerated turn has the same prompt, and its own answer.
   CHECK(r12 == r13);
   CHECK(std::equal(r13.begin(), r13.end(), r14.begin()));
-  CHECK(trace.requests[2].answer_key != trace.requests[3].answer_key);
+  CHECK(answer_key(trace.requests[2]) != answer_key(trace.requests[3]));
 }
 
 TEST_CASE("native: malformed records") {

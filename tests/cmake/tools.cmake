@@ -1,6 +1,6 @@
 # Tests of tools/: trace readers and generator, cache-mode replay, the radixkv command line.
 radixkv_add_test(test_trace
-  SOURCES test_trace_json.cpp test_trace_readers.cpp test_trace_gen.cpp
+  SOURCES test_trace_readers.cpp test_trace_gen.cpp
   LIBS radixkv_trace)
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 

@@ -70,7 +70,7 @@ EngineRun run_once(const Trace& trace, const EngineReplayConfig& config, bool us
     request.priority = r.priority;
     const std::span<const TokenId> prompt = expander.expand(i);
     request.prompt.assign(prompt.begin(), prompt.end());
-    append_content(r.answer_key, 0, r.output_tokens, request.answer);
+    append_content(answer_key(r), 0, r.output_tokens, request.answer);
     run.output_tokens += r.output_tokens;
     if (!scheduler->submit(std::move(request))) ++run.rejected;
   };

@@ -8,16 +8,19 @@
 // same keys plus hit_rate for the run with caching off (null when it was not run).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 
 #include "tools/replay/engine_result.h"
-#include "tools/replay/json_writer.h"
 
 namespace radixkv::tools {
 
 // Lines to append to the text report: the schedule, the cost model and a table of the run with
 // the cache beside the run without it.
 std::string format_engine_text(const EngineResult& engine, uint64_t input_tokens);
-void add_engine_json(JsonObjectWriter& out, const EngineResult& engine, uint64_t input_tokens);
+// Adds the engine's keys to a report object.
+void add_engine_json(nlohmann::ordered_json& out, const EngineResult& engine,
+                     uint64_t input_tokens);
 
 }  // namespace radixkv::tools
