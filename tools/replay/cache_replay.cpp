@@ -6,8 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "eviction/cache_budget.h"
 #include "kv_store/page_pool.h"
 #include "radix/radix_tree.h"
+#include "tools/trace/units.h"
 
 namespace radixkv::tools {
 
@@ -52,6 +54,11 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     trace_pages += r.input_tokens / config.layout.page_tokens;
   const uint64_t pool_pages = std::clamp<uint64_t>(trace_pages, 1, config.capacity_pages);
   PagePool pool(config.layout, static_cast<uint32_t>(pool_pages));
+  const uint64_t bytes_per_page = config.layout.bytes_per_page();
+  const CacheBudget budget(
+      {checked_mul(config.capacity_pages, bytes_per_page, "cache capacity in bytes"),
+       config.high_watermark, config.low_watermark},
+      bytes_per_page);
   auto tree = std::make_unique<RadixTree>(
       pool, config.policy_factory ? config.policy_factory(trace) : make_policy(config.policy));
 
@@ -59,6 +66,8 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   ReplayResult result = start_replay_result(
       "cache", config.policy_factory ? std::string(tree->policy().name()) : config.policy, trace,
       config.model, config.layout, config.capacity_pages);
+  result.high_watermark_pages = budget.high_pages();
+  result.low_watermark_pages = budget.low_pages();
 
   const uint32_t page_tokens = config.layout.page_tokens;
   const std::size_t total = trace.requests.size();
@@ -71,8 +80,11 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   const Clock::time_point start = Clock::now();
   for (std::size_t i = 0; i < total; ++i) {
     const TraceRequest& request = trace.requests[i];
-    const std::span<const TokenId> tokens = expander.expand(i);
-    const AccessHint hint{request.priority, request.arrival_s, request.output_tokens};
+    const std::span<const TokenId> tokens = expander.expand(i, pool_pages * page_tokens);
+    const AccessHint hint{.priority = request.priority,
+                          .now = request.arrival_s,
+                          .output_tokens = request.output_tokens,
+                          .request_class = request.request_class};
     if (config.before_request) config.before_request(i);
     fresh.clear();
 
@@ -80,7 +92,7 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     const MatchResult match = tree->match(request.ns, tokens, nullptr, hint);
     tree->lock(match.node);
     const uint32_t matched_pages = match.tokens / page_tokens;
-    const auto want = static_cast<uint32_t>(tokens.size() / page_tokens) - matched_pages;
+    const uint32_t want = request.input_tokens / page_tokens - matched_pages;
     uint32_t got = 0;
     if (want > 0) {
       if (pool.free_pages() < want) tree->evict_pages(want - pool.free_pages());
@@ -102,6 +114,10 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
       pool.release(fresh);  // the tree holds its own reference now
     }
     tree->unlock(match.node);
+    result.peak_cached_pages = std::max(result.peak_cached_pages, tree->cached_pages());
+    if (const uint64_t excess = budget.excess_pages(tree->cached_pages())) {
+      tree->evict_pages(excess);
+    }
     const Clock::time_point t2 = Clock::now();
 
     admit.add(t0, t1);
@@ -109,7 +125,6 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
     result.hit_tokens += match.tokens;
     result.inserted_pages += got;
     result.uncached_pages += want - got;
-    result.peak_cached_pages = std::max(result.peak_cached_pages, tree->cached_pages());
     if (config.progress && (i + 1) % 256 == 0) config.progress(i + 1, total);
   }
   result.wall_seconds = seconds_between(start, Clock::now());

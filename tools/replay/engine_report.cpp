@@ -46,6 +46,12 @@ std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
   out += fmt::format("  {:<18} step = {} s + {} s per prefill token + {} s per decoding sequence\n",
                      "cost model", e.cost.decode_s_per_step, e.cost.prefill_s_per_token,
                      e.cost.decode_s_per_seq);
+  if (e.out_of_order > 0) {
+    out += fmt::format(
+        "  {:<18} {} requests arrive before one written above them; served in "
+        "arrival order\n",
+        "arrival order", group_digits(e.out_of_order));
+  }
   const EngineRun* cached = e.run.cache ? &e.run : nullptr;
   const EngineRun* plain = e.run.cache ? (e.no_cache ? &*e.no_cache : nullptr) : &e.run;
   out += fmt::format("  {:<26} {:>16} {:>16}\n", "simulated engine", "with cache", "no cache");
@@ -81,6 +87,7 @@ void add_engine_json(Json& out, const EngineResult& e, uint64_t input_tokens) {
   out["schedule"] = e.schedule;
   out["max_running"] = e.max_running;
   out["chunk_tokens"] = e.chunk_tokens;
+  out["out_of_order_requests"] = e.out_of_order;
   out["cost_model"] = {{"prefill_s_per_token", e.cost.prefill_s_per_token},
                        {"decode_s_per_step", e.cost.decode_s_per_step},
                        {"decode_s_per_seq", e.cost.decode_s_per_seq}};

@@ -1,6 +1,7 @@
 // The engine-mode part of a replay's report (replay_report.h calls these when mode == "engine").
 //
 // JSON keys added at the top level: schedule, cache_enabled, max_running, chunk_tokens,
+// out_of_order_requests,
 // cost_model ({prefill_s_per_token, decode_s_per_step, decode_s_per_seq}), steps, preemptions,
 // readmitted, rejected, held, prefill_tokens, output_tokens, peak_running, peak_waiting,
 // simulated_seconds, ttft_p50_seconds, ttft_p90_seconds, ttft_p99_seconds, ttft_mean_seconds,

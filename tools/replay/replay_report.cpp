@@ -58,6 +58,14 @@ std::string format_report_text(const ReplayResult& r) {
        fmt::format("{} tokens = {} pages of {} tokens = {} ({}, {} per token)",
                    group_digits(r.capacity_tokens()), group_digits(r.capacity_pages), r.page_tokens,
                    format_bytes(r.capacity_bytes()), r.model, format_bytes(r.bytes_per_token())));
+  line("watermarks",
+       fmt::format("high {} pages = {}, low {} pages = {}{}", group_digits(r.high_watermark_pages),
+                   format_bytes(r.pages_bytes(r.high_watermark_pages, "high watermark")),
+                   group_digits(r.low_watermark_pages),
+                   format_bytes(r.pages_bytes(r.low_watermark_pages, "low watermark")),
+                   r.mode == "cache" && r.high_watermark_pages >= r.capacity_pages
+                       ? " (eviction on demand only)"
+                       : ""));
   line("requests", group_digits(r.requests));
   line("input tokens", group_digits(r.input_tokens));
   line("hit rate", fmt::format("{:.2f} % of input tokens", 100.0 * r.hit_rate()));
@@ -99,6 +107,10 @@ Json report_json(const ReplayResult& r) {
       {"capacity_pages", r.capacity_pages},
       {"capacity_tokens", r.capacity_tokens()},
       {"capacity_bytes", r.capacity_bytes()},
+      {"high_watermark_pages", r.high_watermark_pages},
+      {"high_watermark_bytes", r.pages_bytes(r.high_watermark_pages, "high watermark")},
+      {"low_watermark_pages", r.low_watermark_pages},
+      {"low_watermark_bytes", r.pages_bytes(r.low_watermark_pages, "low watermark")},
       {"requests", r.requests},
       {"input_tokens", r.input_tokens},
       {"hit_tokens", r.hit_tokens},
