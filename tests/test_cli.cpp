@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -261,4 +262,49 @@ TEST_CASE("cli units: sizes with units, counts in plain or scientific notation")
   }
   CHECK(has_byte_unit("8GiB"));
   CHECK(!has_byte_unit("1e6"));
+}
+
+TEST_CASE("cli: --json stays valid JSON for a trace path that is not UTF-8") {
+  // A file name may hold any bytes but '/' and NUL; the report still has to parse.
+  const fs::path trace = scratch_dir() / "caf\xe9-\xff.jsonl";
+  fs::create_directories(scratch_dir());
+  std::ofstream(trace) << kSmallTrace;
+  const Run run = cli({"replay", "--trace", trace.string(), "--json"});
+  REQUIRE(run.status == kExitOk);
+  const nlohmann::json report = nlohmann::json::parse(run.out);  // throws on invalid UTF-8
+  const std::string name = report["trace"];
+  CHECK(name.ends_with("caf\xef\xbf\xbd-\xef\xbf\xbd.jsonl"));  // each stray byte is U+FFFD
+  const Run sweep = cli({"replay", "--trace", trace.string(), "--json", "--sweep", "64,128",
+                         "--plot", (scratch_dir() / "p.svg").string()});
+  REQUIRE(sweep.status == kExitOk);
+  CHECK(nlohmann::json::parse(sweep.out)["runs"].size() == 2);
+}
+
+TEST_CASE("cli: --trace - reads standard input, a pipe, or process substitution") {
+  const fs::path trace = temp_file("stdin.jsonl", kSmallTrace);
+  const std::string binary = RADIXKV_BINARY;
+  const auto output_of = [](const std::string& command) {
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+    CHECK(::pclose(pipe) == 0);
+    return out;
+  };
+  const std::string from_file = output_of(binary + " replay --json --trace " + trace.string());
+  const auto hits = [](const std::string& json) {
+    return nlohmann::json::parse(json)["hit_tokens"].get<uint64_t>();
+  };
+  REQUIRE(!from_file.empty());
+  CHECK(hits(output_of(binary + " replay --json --trace - < " + trace.string())) ==
+        hits(from_file));
+  CHECK(hits(output_of("cat " + trace.string() + " | " + binary + " replay --json --trace -")) ==
+        hits(from_file));
+  CHECK(hits(output_of("bash -c '" + binary + " replay --json --trace <(cat " + trace.string() +
+                       ")'")) == hits(from_file));
+  // The format is guessed from standard input too, and errors name it.
+  const std::string error =
+      output_of("echo '{\"hello\": 1}' | " + binary + " replay --trace - 2>&1 >/dev/null; true");
+  CHECK(error.find("standard input:1: cannot tell the trace format") != std::string::npos);
 }

@@ -136,7 +136,7 @@ void apply_config(CommandLine& cli, ReplayFlags& f) {
   const auto check_keys = [&](const std::vector<ConfigSetting>& layer, bool top) {
     for (const ConfigSetting& s : layer) {
       const std::string flag = "--" + s.key;
-      if ((s.key == "mode" && top) || (cli.has_flag(flag) && flag != "--config")) continue;
+      if (s.key == "mode" ? top : cli.has_flag(flag) && flag != "--config") continue;
       throw UsageError(fmt::format("--config {}: {} is not a setting of radixkv replay{}", s.origin,
                                    s.key, s.key == "mode" ? " inside a table" : ""));
     }
