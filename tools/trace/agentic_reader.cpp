@@ -70,8 +70,20 @@ class SessionReader {
   void read(std::string_view text, uint64_t first_line);
 
  private:
+  // An entry of a "requests" list while it is read: a request, or a sub-agent.
+  struct Entry {
+    AgenticRequest request;
+    std::string_view type, model;
+    bool has_t = false, has_in = false, has_out = false, has_ids = false, has_requests = false;
+    std::size_t nested_first = 0;  // a sub-agent's first request in Sessions::requests
+  };
+
   void read_entries(detail::od::value value, const std::string& path, int depth);
   void read_entry(detail::od::value value, const std::string& path, int depth);
+  void read_member(std::string_view key, detail::od::value field, const std::string& path,
+                   int depth, Entry& entry);
+  void finish_subagent(const Entry& entry);
+  void finish_request(Entry& entry);
   uint64_t line_of(detail::od::value& value) {
     const char* at = nullptr;
     if (value.current_location().get(at) == simdjson::SUCCESS) line_ = lines_->line_at(at);
@@ -164,67 +176,81 @@ void SessionReader::read_entry(detail::od::value value, const std::string& path,
   if (detail::checked(value.type()) != detail::od::json_type::object) {
     throw RecordError("a request must be a JSON object");
   }
-  AgenticRequest request;
-  request.file = file_;
-  request.block_size = block_size_;
-  request.first_id = s_.ids.size();
-  std::string_view type, model;
-  bool has_t = false, has_in = false, has_out = false, has_ids = false, has_requests = false;
-  std::size_t nested_first = 0;
-  detail::for_each_member(
-      detail::checked(value.get_object()), [&](std::string_view key, detail::od::value field) {
-        if (key == "t") {
-          request.t = detail::time_value(field, "\"t\"");
-          has_t = true;
-        } else if (key == "in") {
-          request.input =
-              static_cast<uint32_t>(detail::whole_number(field, "\"in\"", 1, kMaxInputTokens));
-          has_in = true;
-        } else if (key == "out") {
-          request.output =
-              static_cast<uint32_t>(detail::whole_number(field, "\"out\"", 0, kMaxInputTokens));
-          has_out = true;
-        } else if (key == "hash_ids") {
-          std::size_t b = 0;
-          for (auto item : detail::array_value(field, "\"hash_ids\"")) {
-            s_.ids.push_back(detail::whole_number(detail::checked(std::move(item)),
-                                                  detail::Label("hash_ids", b++), 0, UINT64_MAX));
-          }
-          has_ids = true;
-        } else if (key == "type") {
-          type = detail::string_value(field, "\"type\"");
-        } else if (key == "model") {
-          model = detail::string_value(field, "\"model\"");
-        } else if (key == "requests") {
-          if (depth + 1 > kMaxSubagentDepth) {
-            throw RecordError(
-                fmt::format("sub-agents are nested more than {} deep", kMaxSubagentDepth));
-          }
-          nested_first = s_.requests.size();
-          read_entries(field, path + ".requests", depth + 1);
-          has_requests = true;
-        } else {
-          detail::skip_value(field);
-        }
-      });
-  if (type == "subagent") {
-    detail::require_field(has_t, "t");
-    detail::require_field(has_requests, "requests");
-    if (has_in || has_ids) {
-      throw RecordError(
-          "a sub-agent entry has no prompt of its own: \"in\" and \"hash_ids\" "
-          "belong to its requests");
-    }
-    for (std::size_t r = nested_first; r < s_.requests.size(); ++r) s_.requests[r].t += request.t;
-    return;
+  Entry entry;
+  entry.request.file = file_;
+  entry.request.block_size = block_size_;
+  entry.request.first_id = s_.ids.size();
+  detail::for_each_member(detail::checked(value.get_object()),
+                          [&](std::string_view key, detail::od::value field) {
+                            read_member(key, field, path, depth, entry);
+                          });
+  if (entry.type == "subagent") {
+    finish_subagent(entry);
+  } else {
+    finish_request(entry);
   }
-  if (has_requests) {
+}
+
+void SessionReader::read_member(std::string_view key, detail::od::value field,
+                                const std::string& path, int depth, Entry& entry) {
+  AgenticRequest& request = entry.request;
+  if (key == "t") {
+    request.t = detail::time_value(field, "\"t\"");
+    entry.has_t = true;
+  } else if (key == "in") {
+    request.input =
+        static_cast<uint32_t>(detail::whole_number(field, "\"in\"", 1, kMaxInputTokens));
+    entry.has_in = true;
+  } else if (key == "out") {
+    request.output =
+        static_cast<uint32_t>(detail::whole_number(field, "\"out\"", 0, kMaxInputTokens));
+    entry.has_out = true;
+  } else if (key == "hash_ids") {
+    std::size_t b = 0;
+    for (auto item : detail::array_value(field, "\"hash_ids\"")) {
+      s_.ids.push_back(detail::whole_number(detail::checked(std::move(item)),
+                                            detail::Label("hash_ids", b++), 0, UINT64_MAX));
+    }
+    entry.has_ids = true;
+  } else if (key == "type") {
+    entry.type = detail::string_value(field, "\"type\"");
+  } else if (key == "model") {
+    entry.model = detail::string_value(field, "\"model\"");
+  } else if (key == "requests") {
+    if (depth + 1 > kMaxSubagentDepth) {
+      throw RecordError(fmt::format("sub-agents are nested more than {} deep", kMaxSubagentDepth));
+    }
+    entry.nested_first = s_.requests.size();
+    read_entries(field, path + ".requests", depth + 1);
+    entry.has_requests = true;
+  } else {
+    detail::skip_value(field);
+  }
+}
+
+// A sub-agent's requests, read already, move onto the clock of the agent that started it.
+void SessionReader::finish_subagent(const Entry& entry) {
+  detail::require_field(entry.has_t, "t");
+  detail::require_field(entry.has_requests, "requests");
+  if (entry.has_in || entry.has_ids) {
+    throw RecordError(
+        "a sub-agent entry has no prompt of its own: \"in\" and \"hash_ids\" belong to its "
+        "requests");
+  }
+  for (std::size_t r = entry.nested_first; r < s_.requests.size(); ++r) {
+    s_.requests[r].t += entry.request.t;
+  }
+}
+
+void SessionReader::finish_request(Entry& entry) {
+  if (entry.has_requests) {
     throw RecordError("only an entry of \"type\": \"subagent\" holds \"requests\"");
   }
-  detail::require_field(has_t, "t");
-  detail::require_field(has_in, "in");
-  detail::require_field(has_out, "out");
-  detail::require_field(has_ids, "hash_ids");
+  detail::require_field(entry.has_t, "t");
+  detail::require_field(entry.has_in, "in");
+  detail::require_field(entry.has_out, "out");
+  detail::require_field(entry.has_ids, "hash_ids");
+  AgenticRequest& request = entry.request;
   request.num_ids = static_cast<uint32_t>(s_.ids.size() - request.first_id);
   const uint32_t blocks = request.input / block_size_;
   if (request.num_ids != blocks) {
@@ -233,8 +259,8 @@ void SessionReader::read_entry(detail::od::value value, const std::string& path,
                     request.num_ids, request.input, request.input, block_size_, blocks));
   }
   request.index = next_index_++;
-  request.ns = s_.builder.namespace_of(model);
-  request.request_class = s_.builder.class_of(type);
+  request.ns = s_.builder.namespace_of(entry.model);
+  request.request_class = s_.builder.class_of(entry.type);
   s_.requests.push_back(request);
 }
 

@@ -1,6 +1,7 @@
 // The native format (docs/trace_format.md): an optional header {"radixkv_trace": 1, ...}, then one
 // request a line: id, t, and segs and/or parent; ns, pri, out and kind are optional.
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tools/trace/json_fields.h"
@@ -75,86 +76,109 @@ void read_segments(detail::od::value value, std::vector<Segment>& segments) {
   }
 }
 
+// Reads records into a trace; for_each_record calls read(), then add() once the line is whole.
+class NativeReader {
+ public:
+  explicit NativeReader(Trace& trace) : trace_(trace), builder_(trace), ids_(trace) {}
+
+  NativeRecord read(detail::od::object object) {
+    NativeRecord record;
+    segments_.clear();
+    bool has_id = false, has_t = false;
+    detail::for_each_member(object, [&](std::string_view key, detail::od::value value) {
+      if (key == "radixkv_trace") {
+        check_version(value);
+        record.header = true;
+      } else if (key == "id") {
+        record.request.id = detail::whole_number(value, "\"id\"", 0, kMaxJsonId);
+        has_id = true;
+      } else if (key == "t") {
+        record.request.arrival_s = detail::time_value(value, "\"t\"");
+        has_t = true;
+      } else {
+        read_optional(key, value, record);
+      }
+    });
+    const bool first = std::exchange(first_record_, false);
+    if (record.header) {
+      if (!first) throw RecordError("the header may only be the first record");
+      return record;
+    }
+    detail::require_field(has_id, "id");
+    detail::require_field(has_t, "t");
+    if (ids_.find(record.request.id)) {
+      throw RecordError(fmt::format("request id {} appears twice", record.request.id));
+    }
+    link_parent(record);
+    return record;
+  }
+
+  void add(NativeRecord&& record) {
+    if (record.header) return;
+    record.request.request_class = builder_.class_of(record.kind);
+    ids_.add(record.request.id, builder_.add(record.request, segments_));
+  }
+
+ private:
+  void read_optional(std::string_view key, detail::od::value value, NativeRecord& record) {
+    TraceRequest& r = record.request;
+    if (key == "ns") {
+      r.ns = detail::whole_number(value, "\"ns\"", 0, kMaxJsonId);
+    } else if (key == "pri") {
+      r.priority =
+          static_cast<int16_t>(detail::whole_number(value, "\"pri\"", kMinPriority, kMaxPriority));
+    } else if (key == "out") {
+      r.output_tokens =
+          static_cast<uint32_t>(detail::whole_number(value, "\"out\"", 0, kMaxInputTokens));
+    } else if (key == "parent") {
+      record.parent_id = detail::whole_number(value, "\"parent\"", 0, kMaxJsonId);
+    } else if (key == "segs") {
+      read_segments(value, segments_);
+      record.has_segs = true;
+    } else if (key == "kind") {
+      record.kind = detail::string_value(value, "\"kind\"");
+    } else {
+      detail::skip_value(value);
+    }
+  }
+
+  // The parent must be an earlier request of the same namespace.
+  void link_parent(NativeRecord& record) const {
+    if (!record.parent_id) {
+      if (!record.has_segs) throw RecordError("a request needs \"segs\", \"parent\" or both");
+      return;
+    }
+    const std::optional<uint32_t> parent = ids_.find(*record.parent_id);
+    if (!parent) {
+      throw RecordError(
+          fmt::format("parent {} is not an earlier request of this trace", *record.parent_id));
+    }
+    record.request.parent = *parent;
+    if (trace_.requests[*parent].ns != record.request.ns) {
+      throw RecordError(fmt::format("parent {} is in namespace {}, this request in {}",
+                                    *record.parent_id, trace_.requests[*parent].ns,
+                                    record.request.ns));
+    }
+  }
+
+  Trace& trace_;
+  TraceBuilder builder_;
+  IdIndex ids_;
+  std::vector<Segment> segments_;
+  bool first_record_ = true;
+};
+
 }  // namespace
 
 Trace parse_native(TraceInput& input, bool skip_bad) {
   Trace trace;
   trace.source = input.name();
   trace.format = TraceFormat::kNative;
-  TraceBuilder builder(trace);
-  IdIndex ids(trace);
-  std::vector<Segment> segments;
-  bool first_record = true;
-  const auto read = [&](detail::od::object object, uint64_t) {
-    NativeRecord record;
-    segments.clear();
-    bool has_id = false, has_t = false;
-    detail::for_each_member(object, [&](std::string_view key, detail::od::value value) {
-      if (key == "radixkv_trace") {
-        check_version(value);
-        record.header = true;
-        return;
-      }
-      TraceRequest& r = record.request;
-      if (key == "id") {
-        r.id = detail::whole_number(value, "\"id\"", 0, kMaxJsonId);
-        has_id = true;
-      } else if (key == "t") {
-        r.arrival_s = detail::time_value(value, "\"t\"");
-        has_t = true;
-      } else if (key == "ns") {
-        r.ns = detail::whole_number(value, "\"ns\"", 0, kMaxJsonId);
-      } else if (key == "pri") {
-        r.priority = static_cast<int16_t>(
-            detail::whole_number(value, "\"pri\"", kMinPriority, kMaxPriority));
-      } else if (key == "out") {
-        r.output_tokens =
-            static_cast<uint32_t>(detail::whole_number(value, "\"out\"", 0, kMaxInputTokens));
-      } else if (key == "parent") {
-        record.parent_id = detail::whole_number(value, "\"parent\"", 0, kMaxJsonId);
-      } else if (key == "segs") {
-        read_segments(value, segments);
-        record.has_segs = true;
-      } else if (key == "kind") {
-        record.kind = detail::string_value(value, "\"kind\"");
-      } else {
-        detail::skip_value(value);
-      }
-    });
-    if (record.header) {
-      if (!first_record) throw RecordError("the header may only be the first record");
-      first_record = false;
-      return record;
-    }
-    first_record = false;
-    detail::require_field(has_id, "id");
-    detail::require_field(has_t, "t");
-    if (ids.find(record.request.id)) {
-      throw RecordError(fmt::format("request id {} appears twice", record.request.id));
-    }
-    if (record.parent_id) {
-      const std::optional<uint32_t> parent = ids.find(*record.parent_id);
-      if (!parent) {
-        throw RecordError(
-            fmt::format("parent {} is not an earlier request of this trace", *record.parent_id));
-      }
-      record.request.parent = *parent;
-      if (trace.requests[*parent].ns != record.request.ns) {
-        throw RecordError(fmt::format("parent {} is in namespace {}, this request in {}",
-                                      *record.parent_id, trace.requests[*parent].ns,
-                                      record.request.ns));
-      }
-    } else if (!record.has_segs) {
-      throw RecordError("a request needs \"segs\", \"parent\" or both");
-    }
-    return record;
-  };
-  const auto add = [&](NativeRecord&& record) {
-    if (record.header) return;
-    record.request.request_class = builder.class_of(record.kind);
-    ids.add(record.request.id, builder.add(record.request, segments));
-  };
-  detail::for_each_record(input, skip_bad, trace.skipped_records, read, add);
+  NativeReader reader(trace);
+  detail::for_each_record(
+      input, skip_bad, trace.skipped_records,
+      [&](detail::od::object object, uint64_t) { return reader.read(object); },
+      [&](NativeRecord&& record) { reader.add(std::move(record)); });
   return trace;
 }
 

@@ -80,7 +80,9 @@ bool TraceInput::fill() {
   if (eof_) return false;
   compact();
   if (buffer_.size() < end_ + kPadding + 1) {
-    buffer_.resize(std::max(buffer_.size() * 2, end_ + kChunkBytes + kPadding));
+    // Text in memory needs no more room than it has left; a file or a pipe gets a chunk.
+    const std::size_t chunk = fd_ < 0 ? std::max<std::size_t>(memory_.size(), 1) : kChunkBytes;
+    buffer_.resize(std::max(buffer_.size() * 2, end_ + chunk + kPadding));
   }
   const std::size_t room = buffer_.size() - kPadding - end_;
   std::size_t got = 0;
