@@ -3,8 +3,6 @@
 // names the input, a non-zero exit for the command line, and leave the structures intact.
 #include <doctest/doctest.h>
 
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +15,7 @@
 
 #include "runtime/prefix_cache_runtime.h"
 #include "runtime/runtime_internals.h"
+#include "tests/cli_runs.h"
 #include "tests/skip.h"
 #include "tools/cli/cli.h"
 
@@ -28,16 +27,8 @@ using radixkv::tools::kExitUsage;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-Run cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = radixkv::tools::run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using Run = radixkv::testing::CliRun;
+const auto cli = radixkv::testing::run_cli;
 
 fs::path scratch(const std::string& name, const std::string& bytes) {
   const fs::path dir = fs::temp_directory_path() / ("radixkv_matrix_" + std::to_string(::getpid()));
@@ -244,35 +235,6 @@ TEST_CASE("matrix: runtime misuse is refused and leaves the cache intact") {
 
 namespace {
 
-// Runs the built binary with `args` (and `stdin_text` on its standard input) in a child whose
-// address space is limited to `memory_limit` bytes (0: no limit).
-Run run_binary(const std::vector<std::string>& args, uint64_t memory_limit = 0) {
-  const fs::path out_path = scratch("binary.out", ""), err_path = scratch("binary.err", "");
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (memory_limit > 0) {
-      const rlimit limit{memory_limit, memory_limit};
-      ::setrlimit(RLIMIT_AS, &limit);
-    }
-    std::freopen(out_path.c_str(), "w", stdout);
-    std::freopen(err_path.c_str(), "w", stderr);
-    std::vector<char*> argv{const_cast<char*>(RADIXKV_BINARY)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(RADIXKV_BINARY, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  const auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out_path),
-          slurp(err_path)};
-}
-
 bool one_line(const std::string& text) {
   return !text.empty() && text.find('\n') == text.size() - 1;
 }
@@ -286,9 +248,11 @@ TEST_CASE("issue 14.1: out of memory says what was being done and exits 1") {
   // One request at the longest prompt a trace may hold, served in engine mode: its prompt alone is
   // 64 MiB of token ids, copied into the scheduler, more than a 200 MB address space holds.
   const fs::path trace = scratch("oom.jsonl", "{\"id\": 0, \"t\": 0, \"segs\": [[1, 16777216]]}\n");
-  const Run run = run_binary(
+  radixkv::testing::BinaryOptions options;
+  options.memory_limit = 200ull << 20;
+  const Run run = radixkv::testing::run_binary(
       {"replay", "--trace", trace.string(), "--mode", "engine", "--pool-bytes", "4TiB", "--json"},
-      200ull << 20);
+      options);
   CHECK(run.status == kExitFailure);
   CHECK(run.err ==
         "radixkv replay: out of memory while replaying " + trace.string() + " in engine mode\n");

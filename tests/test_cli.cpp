@@ -14,6 +14,7 @@
 
 #include "eviction/policy_registry.h"
 #include "radixkv/version.h"
+#include "tests/cli_runs.h"
 #include "tools/cli/cli.h"
 #include "tools/trace/units.h"
 
@@ -22,16 +23,8 @@ using namespace radixkv::tools;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-Run cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using Run = radixkv::testing::CliRun;
+const auto cli = radixkv::testing::run_cli;
 
 // One scratch folder per test process, removed when the process ends.
 const fs::path& scratch_dir() {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tools/cli/cli.h"
+#include "tests/cli_runs.h"
 
 namespace fs = std::filesystem;
 using namespace radixkv::tools;
@@ -18,16 +18,8 @@ using Json = nlohmann::json;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-Run cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using Run = radixkv::testing::CliRun;
+const auto cli = radixkv::testing::run_cli;
 
 Json json_of(const std::vector<std::string>& args) {
   std::vector<std::string> with_json = args;

@@ -147,7 +147,7 @@ TEST_CASE("formats: lines are read in chunks, whatever their length, with CRLF a
   for (uint32_t i = 0; text.size() < 3 * TraceInput::kChunkBytes; ++i) {
     const uint32_t blocks = 1 + i % 13;
     std::string ids = "0";
-    for (uint32_t b = 1; b < blocks; ++b) ids += "," + std::to_string(b);
+    for (uint32_t b = 1; b < blocks; ++b) ids += fmt::format(",{}", b);
     // Record 7 carries a note longer than a chunk.
     const std::string note(i == 7 ? TraceInput::kChunkBytes + 100 : 0, 'x');
     text += fmt::format(

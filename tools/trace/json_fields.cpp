@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace radixkv::tools::detail {
 
@@ -147,26 +148,33 @@ bool KeySet::insert(std::string_view key) {
   return true;
 }
 
-int64_t signed_whole_number(od::value value, const Label& what, int64_t min, int64_t max) {
-  int64_t number = 0;
-  if (const simdjson::error_code error = value.get_int64().get(number)) {
-    explain_not_whole(value, what, error, fmt::format("[{}, {}]", min, max));
+namespace {
+
+// A whole number of type T (int64_t or uint64_t, read as simdjson reads that type) in [min, max].
+template <typename T>
+T whole(od::value& value, const Label& what, T min, T max) {
+  T number = 0;
+  simdjson::error_code error;
+  if constexpr (std::is_signed_v<T>) {
+    error = value.get_int64().get(number);
+  } else {
+    error = value.get_uint64().get(number);
   }
+  if (error) explain_not_whole(value, what, error, fmt::format("[{}, {}]", min, max));
   if (number < min || number > max) {
     throw RecordError(fmt::format("{} is {}, outside [{}, {}]", what.str(), number, min, max));
   }
   return number;
 }
 
+}  // namespace
+
+int64_t signed_whole_number(od::value value, const Label& what, int64_t min, int64_t max) {
+  return whole<int64_t>(value, what, min, max);
+}
+
 uint64_t whole_number(od::value value, const Label& what, uint64_t min, uint64_t max) {
-  uint64_t number = 0;
-  if (const simdjson::error_code error = value.get_uint64().get(number)) {
-    explain_not_whole(value, what, error, fmt::format("[{}, {}]", min, max));
-  }
-  if (number < min || number > max) {
-    throw RecordError(fmt::format("{} is {}, outside [{}, {}]", what.str(), number, min, max));
-  }
-  return number;
+  return whole<uint64_t>(value, what, min, max);
 }
 
 double time_value(od::value value, const Label& what) {
