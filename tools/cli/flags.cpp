@@ -65,7 +65,7 @@ std::vector<std::string> split_list(std::string_view text) {
 
 CommandLine::CommandLine(std::string_view command, std::string description)
     : command_(command), app_(std::move(description), fmt::format("radixkv {}", command)) {
-  app_.set_help_flag("-h,--help", "show this help");
+  app_.set_help_flag("-h,--help", "show this help")->group("Flags");
   app_.get_formatter()->label("Usage", "usage");
   app_.get_formatter()->label("OPTIONS", "FLAGS");
   app_.get_formatter()->column_width(34);
