@@ -15,6 +15,7 @@
 #include "bench/suite.h"
 #include "bench/workload.h"
 #include "runtime/prefix_cache_runtime.h"
+#include "runtime/runtime_internals.h"
 
 namespace radixkv::bench {
 
@@ -62,7 +63,7 @@ RuntimeWorld& runtime_world() {
 void bm_admit_finish(benchmark::State& state, uint32_t hit) {
   RuntimeWorld& world = runtime_world();
   const Query& query = world.workload.find(HitKind::kBoundary, hit)->queries.front();
-  RadixTree& tree = world.runtime.tree();
+  RadixTree& tree = detail::RuntimeInternals::tree(world.runtime);
   uint64_t reused = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();

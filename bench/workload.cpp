@@ -9,13 +9,6 @@ std::string_view hit_kind_name(HitKind kind) {
   return kind == HitKind::kBoundary ? "boundary" : "inside";
 }
 
-uint64_t Rng::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 const Workload::QuerySet* Workload::find(HitKind kind, uint32_t hit) const {
   for (const QuerySet& set : query_sets) {
     if (set.kind == kind && set.hit == hit) return &set;

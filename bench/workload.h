@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/splitmix64.h"
 #include "radix/radix_node.h"
 
 namespace radixkv::bench {
@@ -71,18 +72,18 @@ std::vector<uint32_t> hit_lengths_for(uint64_t target_tokens);
 
 Workload make_workload(uint64_t target_tokens, uint32_t page_tokens = 16, uint64_t seed = 42);
 
-// Deterministic 64-bit generator (splitmix64), so the data does not depend on the standard
-// library's distributions.
+// Deterministic 64-bit generator (SplitMix64, common/splitmix64.h), so the data does not depend on
+// the standard library's distributions.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next();
+  explicit Rng(uint64_t seed) : stream_(seed) {}
+  uint64_t next() { return stream_.next(); }
   // Uniform in [lo, hi].
   uint64_t between(uint64_t lo, uint64_t hi) { return lo + next() % (hi - lo + 1); }
   TokenId token() { return static_cast<TokenId>(next() >> 33); }
 
  private:
-  uint64_t state_;
+  SplitMix64 stream_;
 };
 
 }  // namespace radixkv::bench

@@ -29,6 +29,10 @@ struct AccessHint {
   // replay: the trace's output length, the request being over before the next one starts); 0 when
   // unknown. A request class for the reuse policy.
   uint32_t output_tokens = 0;
+  // The accessing request's class (a trace's request type: Bailian's "text"/"search"/"image",
+  // an agentic request's type), a small integer the caller assigns; 0 when unknown. Policies may
+  // learn per class; none has to.
+  uint16_t request_class = 0;
 };
 
 struct EvictionEntry {

@@ -13,9 +13,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "eviction/eviction_entry.h"
@@ -34,20 +37,38 @@ class EvictionPolicy {
   virtual std::size_t size() const = 0;
 };
 
-// Builds a policy from a spec "NAME" or "NAME:key=value,key=value" (values are numbers; "inf"
-// is accepted). Names and parameters, defaults in brackets:
-//   lru, lfu, fifo, sieve          no parameters
-//   priority:retention=SECONDS     seconds a priority holds after its access on the caller's
-//                                  clock (AccessHint::now) before it falls back to 35 [inf]
-//   slru:protected=FRACTION        share of linked entries the protected segment may hold [0.8]
-//   gdsf:depth_pages=PAGES         depth at which attention doubles a page's prefill cost [1024]
-//   reuse:limit=FRACTION,prior=PAGES  how much longer or shorter than LRU a class may keep its
-//                                  pages, as a fraction of the recent victims' age [inf] (0:
-//                                  LRU); pseudo-reuses that start each class at the average [16]
-// Throws std::invalid_argument naming the spec and what is wrong: an unknown name (listing the
-// known ones), an unknown parameter, a value that is not a number or is out of range.
+// A policy as a caller names it (RuntimeConfig::policy): a spec for make_policy() ("lru",
+// "gdsf:depth_pages=512"), or a factory of the caller's own, for a policy the registry does not
+// know (an engine's). Converts implicitly from either, so `.policy = "lru"` and
+// `.policy = [] { return std::make_unique<MyPolicy>(); }` both work.
+template <typename F>
+concept PolicyFactoryLike = std::is_invocable_r_v<std::unique_ptr<EvictionPolicy>, F&>;
+
+class PolicyChoice {
+ public:
+  PolicyChoice(const char* spec) : spec_(spec) {}
+  PolicyChoice(std::string spec) : spec_(std::move(spec)) {}
+  PolicyChoice(std::string_view spec) : spec_(spec) {}
+  template <PolicyFactoryLike Factory>
+  PolicyChoice(Factory factory) : factory_(std::move(factory)) {}
+
+  // A new policy: make_policy(spec), or the factory's. Throws std::invalid_argument for a bad
+  // spec, or a factory that returns no policy.
+  std::unique_ptr<EvictionPolicy> make() const;
+  // The spec, or "" for a factory.
+  const std::string& spec() const { return spec_; }
+
+ private:
+  std::string spec_;
+  std::function<std::unique_ptr<EvictionPolicy>()> factory_;
+};
+
+// Builds a policy from a spec, "NAME" or "NAME:key=value,key=value", of the registry
+// (eviction/policy_registry.h lists the names and parameters). Throws std::invalid_argument
+// naming the spec and what is wrong: an unknown name (listing the known ones), an unknown
+// parameter, a value that is not a number or is out of range.
 std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec);
-// The names make_policy() knows, each usable alone with default parameters.
+// The names make_policy() knows, in registry order, each usable alone with default parameters.
 std::vector<std::string_view> policy_names();
 
 }  // namespace radixkv

@@ -38,6 +38,7 @@ void release(void* memory) noexcept { std::free(memory); }
 std::size_t usable_size(const void* memory) noexcept {
   return memory ? malloc_usable_size(const_cast<void*>(memory)) : 0;
 }
+std::string_view allocator_name() noexcept { return "system"; }
 
 #else
 
@@ -50,6 +51,7 @@ void* allocate_aligned_zeroed(std::size_t bytes, std::size_t alignment) {
 }
 void release(void* memory) noexcept { mi_free(memory); }
 std::size_t usable_size(const void* memory) noexcept { return mi_usable_size(memory); }
+std::string_view allocator_name() noexcept { return "mimalloc"; }
 
 #endif
 

@@ -12,7 +12,8 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
     : layout_(layout),
       bytes_per_page_(0),
       capacity_(capacity_pages),
-      backend_(backend ? std::move(backend) : make_accounting_backend()) {
+      owned_backend_(backend ? std::move(backend) : make_accounting_backend()),
+      backend_(owned_backend_.get()) {
   layout_.validate();
   bytes_per_page_ = layout_.bytes_per_page();
   if (capacity_pages == 0 || capacity_pages == kInvalidPage) {
@@ -21,9 +22,69 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
                     capacity_pages));
   }
   backend_->reserve(capacity_, bytes_per_page_);
+  fill_free_list();
+}
+
+PagePool::PagePool(PagePool& parent, uint32_t pages)
+    : layout_(parent.layout_),
+      bytes_per_page_(parent.bytes_per_page_),
+      first_(parent.first_ + parent.lent_),
+      capacity_(pages),
+      backend_(parent.backend_),
+      parent_(&parent) {
+  if (parent.claimed_) {
+    throw std::logic_error("PagePool: a pool that a runtime uses cannot be split into partitions");
+  }
+  const uint32_t left = parent.capacity_ - parent.lent_;
+  if (pages == 0 || pages > left) {
+    throw std::invalid_argument(
+        fmt::format("PagePool: a partition needs between 1 and the {} pages not yet lent, got {}",
+                    left, pages));
+  }
+  for (PageId page = first_; page < end_page(); ++page) {
+    if (parent.count(page) != 0) {
+      throw std::logic_error(fmt::format(
+          "PagePool: page {} is in use, so it cannot go to a partition (pages [{}, {}))", page,
+          first_, end_page()));
+    }
+  }
+  // The parent holds every page of the partition, one reference each, until it comes back.
+  for (PageId page = first_; page < end_page(); ++page) parent.count(page) = 1;
+  std::erase_if(parent.free_list_, [&](PageId page) { return contains(page); });
+  parent.lent_ += pages;
+  ++parent.partitions_;
+  fill_free_list();
+}
+
+PagePool::~PagePool() {
+  if (parent_ == nullptr) return;
+  for (PageId page = first_; page < end_page(); ++page) {
+    parent_->count(page) = 0;
+    parent_->free_list_.push_back(page);
+  }
+  // Once every partition is back the parent can be split afresh from its first id.
+  if (--parent_->partitions_ == 0) parent_->lent_ = 0;
+}
+
+void PagePool::fill_free_list() {
   refcount_.assign(capacity_, 0);
   free_list_.resize(capacity_);
-  for (uint32_t i = 0; i < capacity_; ++i) free_list_[i] = capacity_ - 1 - i;  // page 0 on top
+  for (uint32_t i = 0; i < capacity_; ++i) free_list_[i] = end_page() - 1 - i;  // first on top
+}
+
+PagePool::Claim::Claim(PagePool& pool, std::string_view owner) : pool_(pool) {
+  if (pool.claimed_) {
+    throw std::logic_error(fmt::format(
+        "{}: its PagePool already serves another runtime; give each runtime its own pool "
+        "(SharedRuntime splits one pool between threads)",
+        owner));
+  }
+  if (pool.used_pages() != 0) {
+    throw std::logic_error(fmt::format(
+        "{}: {} of its PagePool's {} pages are in use{}; a runtime needs a pool of free pages",
+        owner, pool.used_pages(), pool.capacity_, pool.lent_ > 0 ? " (lent to partitions)" : ""));
+  }
+  pool.claimed_ = true;
 }
 
 uint32_t PagePool::pages_for_bytes(const KvLayout& layout, uint64_t bytes) {
@@ -47,7 +108,7 @@ bool PagePool::allocate(uint32_t n, std::vector<PageId>& out) {
   for (uint32_t i = 0; i < n; ++i) {
     const PageId page = free_list_.back();
     free_list_.pop_back();
-    refcount_[page] = 1;
+    count(page) = 1;
     out.push_back(page);
   }
   if (used_pages() > peak_used_) peak_used_ = used_pages();
@@ -55,11 +116,11 @@ bool PagePool::allocate(uint32_t n, std::vector<PageId>& out) {
 }
 
 void PagePool::check_held(PageId page, const char* operation) const {
-  if (page >= capacity_) {
-    throw std::logic_error(fmt::format("PagePool::{}: page {} is not in this pool of {} pages",
-                                       operation, page, capacity_));
+  if (!contains(page)) {
+    throw std::logic_error(fmt::format("PagePool::{}: page {} is not in this pool (pages [{}, {}))",
+                                       operation, page, first_, end_page()));
   }
-  if (refcount_[page] == 0) {
+  if (count(page) == 0) {
     throw std::logic_error(
         fmt::format("PagePool::{}: page {} is free (refcount 0)", operation, page));
   }
@@ -67,16 +128,22 @@ void PagePool::check_held(PageId page, const char* operation) const {
 
 void PagePool::retain(PageId page) {
   check_held(page, "retain");
-  if (refcount_[page] == std::numeric_limits<uint32_t>::max()) {
+  if (count(page) == std::numeric_limits<uint32_t>::max()) {
     throw std::logic_error(
         fmt::format("PagePool::retain: refcount of page {} would overflow", page));
   }
-  ++refcount_[page];
+  ++count(page);
 }
 
 void PagePool::release(PageId page) {
   check_held(page, "release");
-  if (--refcount_[page] == 0) free_list_.push_back(page);
+  if (--count(page) == 0) free_list_.push_back(page);
+}
+
+void PagePool::check_held(std::span<const PageId> pages, const char* operation) const {
+  for (PageId page : pages) {
+    if (!contains(page) || count(page) == 0) check_held(page, operation);  // throws, saying why
+  }
 }
 
 void PagePool::release(std::span<const PageId> pages) {
@@ -86,28 +153,29 @@ void PagePool::release(std::span<const PageId> pages) {
   const std::size_t free_before = free_list_.size();
   for (std::size_t i = 0; i < pages.size(); ++i) {
     const PageId page = pages[i];
-    if (page >= capacity_ || refcount_[page] == 0) {
+    if (!contains(page) || count(page) == 0) {
       const bool listed_before =
           std::find(pages.begin(), pages.begin() + i, page) != pages.begin() + i;
       free_list_.resize(free_before);
-      for (std::size_t j = 0; j < i; ++j) ++refcount_[pages[j]];
+      for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);
       if (listed_before) {
         throw std::logic_error(fmt::format(
             "PagePool::release: page {} is listed more often than it is held (refcount {})", page,
-            refcount_[page]));
+            count(page)));
       }
       check_held(page, "release");  // throws: not in the pool, or free
     }
-    if (--refcount_[page] == 0) free_list_.push_back(page);
+    if (--count(page) == 0) free_list_.push_back(page);
   }
 }
 
 uint32_t PagePool::refcount(PageId page) const {
-  if (page >= capacity_) {
-    throw std::logic_error(fmt::format(
-        "PagePool::refcount: page {} is not in this pool of {} pages", page, capacity_));
+  if (!contains(page)) {
+    throw std::logic_error(
+        fmt::format("PagePool::refcount: page {} is not in this pool (pages [{}, {}))", page,
+                    first_, end_page()));
   }
-  return refcount_[page];
+  return count(page);
 }
 
 std::span<std::byte> PagePool::host_bytes(PageId page) {

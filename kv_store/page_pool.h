@@ -10,12 +10,27 @@
 // Invariant: free_pages() + used_pages() == capacity_pages(), and a page is on the free list iff
 // its refcount is zero.
 //
-// Not thread-safe: one owner (a scheduler thread, or a caller holding a lock) at a time.
+// Page ids are [first_page(), end_page()). A pool made with a layout and a backend owns the
+// storage and its ids start at 0. A partition (the second constructor) is a pool of its own over
+// a contiguous range of another pool's ids: the same storage and layout, so page ids stay unique
+// across all partitions of a pool and every id addresses the same bytes in all of them.
+//
+// One user: a PrefixCacheRuntime claims its pool (Claim) for its whole life, and a second runtime
+// over the same pool, or over a pool whose pages are in use or lent, is refused; two runtimes
+// would each take the other's pages for leaks.
+//
+// Not thread-safe: one owner (a scheduler thread, or a caller holding a lock) at a time. The
+// partitions of one pool share no mutable state (each has its own free list and refcounts; the
+// backend is only read), so each may have its own owner on its own thread: that is how
+// SharedRuntime's shards share one pool. Making and destroying partitions changes the pool they
+// come from, and is for one thread while nothing else uses it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "kv_store/kv_layout.h"
@@ -28,6 +43,15 @@ class PagePool {
   // capacity_pages must be at least 1 and below kInvalidPage.
   PagePool(KvLayout layout, uint32_t capacity_pages,
            std::unique_ptr<PageBackend> backend = make_accounting_backend());
+  // A partition of `parent`: the next `pages` ids that no partition of it has taken, which must
+  // all be free. The parent holds each of them (refcount 1, so they are used pages there) until
+  // the partition is destroyed; the parent must outlive it and cannot be claimed meanwhile.
+  // Throws std::invalid_argument when the pages are not there, std::logic_error when the parent is
+  // claimed or one of those pages is in use.
+  PagePool(PagePool& parent, uint32_t pages);
+  ~PagePool();
+  PagePool(const PagePool&) = delete;
+  PagePool& operator=(const PagePool&) = delete;
 
   // Whole pages that fit in `bytes`; throws std::invalid_argument when that is less than one page
   // (saying how many bytes a page needs) or more than 32-bit page ids can name.
@@ -41,9 +65,14 @@ class PagePool {
   // All or nothing: a bad id, or a page listed more often than it is held, throws and changes
   // nothing.
   void release(std::span<const PageId> pages);
+  // Throws what release(pages) would for a page that is not in the pool or is free, changing
+  // nothing either way. (A page listed more often than it is held is not looked for.)
+  void check_held(std::span<const PageId> pages, const char* operation) const;
 
   uint32_t refcount(PageId page) const;
-  bool contains(PageId page) const { return page < capacity_; }
+  bool contains(PageId page) const { return page - first_ < capacity_; }  // wraps below first_
+  PageId first_page() const { return first_; }
+  PageId end_page() const { return first_ + capacity_; }
 
   const KvLayout& layout() const { return layout_; }
   uint32_t capacity_pages() const { return capacity_; }
@@ -59,15 +88,38 @@ class PagePool {
   // The page's bytes; throws std::logic_error unless the backend keeps pages in host memory.
   std::span<std::byte> host_bytes(PageId page);
 
+  // Exclusive use of the pool for as long as the Claim lives. Throws std::logic_error, changing
+  // nothing, when the pool is claimed already or any of its pages is in use (or lent to
+  // partitions), naming `owner` and what is in the way.
+  class Claim {
+   public:
+    Claim(PagePool& pool, std::string_view owner);
+    ~Claim() { pool_.claimed_ = false; }
+    Claim(const Claim&) = delete;
+    Claim& operator=(const Claim&) = delete;
+
+   private:
+    PagePool& pool_;
+  };
+
  private:
   void check_held(PageId page, const char* operation) const;
+  uint32_t& count(PageId page) { return refcount_[page - first_]; }
+  uint32_t count(PageId page) const { return refcount_[page - first_]; }
+  void fill_free_list();
 
   KvLayout layout_;
   uint64_t bytes_per_page_;
+  PageId first_ = 0;
   uint32_t capacity_;
-  std::unique_ptr<PageBackend> backend_;
-  std::vector<uint32_t> refcount_;
-  std::vector<PageId> free_list_;  // a stack: the page released last is handed out first
+  std::unique_ptr<PageBackend> owned_backend_;  // null in a partition
+  PageBackend* backend_;
+  PagePool* parent_ = nullptr;  // a partition's pool
+  uint32_t lent_ = 0;           // ids [first_, first_ + lent_) went to partitions
+  uint32_t partitions_ = 0;     // partitions alive
+  bool claimed_ = false;
+  std::vector<uint32_t> refcount_;  // by page - first_
+  std::vector<PageId> free_list_;   // a stack: the page released last is handed out first
   uint32_t peak_used_ = 0;
 };
 

@@ -48,8 +48,8 @@ PageHash RadixTree::page_hash(const RadixNode* node, uint32_t i) const {
     throw std::invalid_argument(
         fmt::format("RadixTree::page_hash: page {} of a node of {} pages", i, node->num_pages()));
   }
-  return i < node->pages ? device_hashes_[node->pages_[i]]
-                         : host_tier_->hashes[node->host_->page_ids[i]];
+  return i < node->pages ? device_hash(node->pages_[i])
+                         : host_tier_->hash(node->host_->page_ids[i]);
 }
 
 PageHash RadixTree::parent_hash(const RadixNode* node, uint32_t i) const {
@@ -63,7 +63,7 @@ void RadixTree::hash_new_pages(const RadixNode* node, uint32_t first) {
   PageHash hash = parent_hash(node, first);
   for (uint32_t i = first; i < node->pages; ++i) {
     hash = chain_page_hash(hash, {node->tokens_ + size_t{i} * page_tokens_, page_tokens_});
-    device_hashes_[node->pages_[i]] = hash;
+    device_hash(node->pages_[i]) = hash;
   }
 }
 
@@ -78,13 +78,13 @@ void RadixTree::emit_stored(Tier tier, const RadixNode* node, uint32_t first, ui
 }
 
 void RadixTree::emit_removed(Tier tier, const RadixNode* node, uint32_t i) {
-  events_->removed(tier, tier == Tier::kDevice ? device_hashes_[node->pages_[i]]
-                                               : host_tier_->hashes[node->host_->page_ids[i]]);
+  events_->removed(tier, tier == Tier::kDevice ? device_hash(node->pages_[i])
+                                               : host_tier_->hash(node->host_->page_ids[i]));
 }
 
 void RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i) {
   const PageId page = tier == Tier::kDevice ? node->pages_[i] : node->host_->page_ids[i];
-  const PageHash& hash = tier == Tier::kDevice ? device_hashes_[page] : host_tier_->hashes[page];
+  const PageHash& hash = tier == Tier::kDevice ? device_hash(page) : host_tier_->hash(page);
   events_->sink().dropping(tier, hash, page);
 }
 
@@ -98,9 +98,9 @@ std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
     for (uint32_t i = 0; i < node->num_pages(); ++i) {
       if (tier == Tier::kDevice && i < node->pages)
-        hashes.push_back(device_hashes_[node->pages_[i]]);
+        hashes.push_back(device_hash(node->pages_[i]));
       if (tier == Tier::kHost && node->host_page(i) != kInvalidPage) {
-        hashes.push_back(host_tier_->hashes[node->host_page(i)]);
+        hashes.push_back(host_tier_->hash(node->host_page(i)));
       }
     }
   }

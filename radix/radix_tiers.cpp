@@ -71,7 +71,7 @@ std::vector<PageId> RadixTree::host_in_flight_page_ids() const {
 }
 uint64_t RadixTree::host_pinned_pages() const { return host_tier_ ? host_tier_->pinned : 0; }
 bool RadixTree::host_indexes_page(PageId page) const {
-  return host_tier_ && page < host_tier_->in_tree.size() && host_tier_->in_tree[page];
+  return host_tier_ && host_tier_->pool.contains(page) && host_tier_->indexed(page);
 }
 
 HostPart& RadixTree::host_part(RadixNode* node) {
@@ -214,7 +214,7 @@ void RadixTree::release_host_page(RadixNode* node, uint32_t i) {
   const PageId page = host.page_ids[i];
   host.page_ids[i] = kInvalidPage;
   --host.count;
-  h.in_tree[page] = false;
+  h.indexed(page) = false;
   --h.cached;
   h.pool.release(page);
 }
@@ -245,9 +245,9 @@ void RadixTree::back_up(RadixNode* node) {
     const PageId page = fresh[used++];
     host->page_ids[i] = page;
     ++host->count;
-    h.in_tree[page] = true;
+    h.indexed(page) = true;
     ++h.cached;
-    if (page_hashes()) h.hashes[page] = device_hashes_[node->pages_[i]];
+    if (page_hashes()) h.hash(page) = device_hash(node->pages_[i]);
     h.transfers.push_back({node->pages_[i], page});
     if (events_) emit_stored(Tier::kHost, node, i, 1);
   }
@@ -296,7 +296,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
       const PageId page = device_pages[k++];
       x->pages_[i] = page;
       pool_.retain(page);
-      if (page_hashes()) device_hashes_[page] = h.hashes[host.page_ids[i]];
+      if (page_hashes()) device_hash(page) = h.hash(host.page_ids[i]);
     }
     x->pages += x->host_only_;
     x->host_only_ = 0;
@@ -315,7 +315,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
           continue;
         }
         h.in_flight.emplace_back(ticket, host.page_ids[i]);
-        h.in_tree[host.page_ids[i]] = false;
+        h.indexed(host.page_ids[i]) = false;
         host.page_ids[i] = kInvalidPage;
         --host.count;
         --h.cached;
@@ -355,7 +355,7 @@ CopyTicket RadixTree::load(RadixNode* end, std::span<const PageId> device_pages)
   try {
     ticket = h.copier.copy(h.pool, pool_, h.transfers);
   } catch (...) {
-    for (PageId page : device_pages) in_tree_[page] = false;
+    for (PageId page : device_pages) marked(page) = false;
     throw;
   }
   h.last_ticket = h.last_load = ticket;
@@ -445,9 +445,9 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
         const PageId copy = fresh[used++];
         host.page_ids[i] = copy;
         ++host.count;
-        h.in_tree[copy] = true;
+        h.indexed(copy) = true;
         ++h.cached;
-        if (page_hashes()) h.hashes[copy] = device_hashes_[page];
+        if (page_hashes()) h.hash(copy) = device_hash(page);
         h.transfers.push_back({page, copy});
         h.sources.push_back(page);  // released once the copy is done
         if (events_) emit_stored(Tier::kHost, x, i, 1);
@@ -468,7 +468,7 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
     }
     if (events_) emit_removed(Tier::kDevice, x, i);
     if (!written) pool_.release(page);
-    in_tree_[page] = false;
+    marked(page) = false;
     x->pages_[i] = kInvalidPage;
     const uint32_t before = x->pages--;
     ++x->host_only_;
@@ -506,7 +506,7 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
       if (events_) emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i);
       if (i < x->pages) {
         if (events_) emit_removed(Tier::kDevice, x, i);
-        in_tree_[x->pages_[i]] = false;
+        marked(x->pages_[i]) = false;
         pool_.release(x->pages_[i]);
         x->pages_[i] = kInvalidPage;
         --cached_pages_;

@@ -56,6 +56,7 @@ RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
     : pool_(pool),
       policy_(std::move(policy)),
       page_tokens_(pool.layout().page_tokens),
+      first_page_(pool.first_page()),
       in_tree_(pool.capacity_pages(), false) {
   if (!policy_) throw std::invalid_argument("RadixTree: an eviction policy is required");
 }
@@ -84,14 +85,14 @@ void RadixTree::release_everything() {
 void RadixTree::release_node_pages(RadixNode* node) {
   if (policy_->contains(*node)) policy_->remove(*node);
   for (PageId page : node->page_ids()) {
-    in_tree_[page] = false;
+    marked(page) = false;
     pool_.release(page);
   }
   if (HostPart* host = node->host_) {
     if (host_tier_->policy->contains(*host)) host_tier_->policy->remove(*host);
     for (uint32_t i = 0; i < node->num_pages(); ++i) {
       if (host->page_ids[i] == kInvalidPage) continue;
-      host_tier_->in_tree[host->page_ids[i]] = false;
+      host_tier_->indexed(host->page_ids[i]) = false;
       host_tier_->pool.release(host->page_ids[i]);
     }
   }
@@ -252,7 +253,7 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
     }
   } catch (...) {
     if (leaf != nullptr) destroy_node(leaf);
-    for (PageId page : taken) in_tree_[page] = false;
+    for (PageId page : taken) marked(page) = false;
     throw;
   }
   const uint32_t promoted = first_new - first_taken;
@@ -381,15 +382,15 @@ void RadixTree::claim_pages(std::span<const PageId> pages, size_t first_index,
       problem = "is not in the pool";
     } else if (pool_.refcount(page) == 0) {
       problem = "is free: the caller must hold a reference";
-    } else if (in_tree_[page]) {
+    } else if (marked(page)) {
       problem = "is already indexed by the tree (or given twice)";
     }
     if (!problem.empty()) {
-      for (size_t j = 0; j < i; ++j) in_tree_[pages[j]] = false;
+      for (size_t j = 0; j < i; ++j) marked(pages[j]) = false;
       throw std::invalid_argument(fmt::format("RadixTree::{}: page {} at index {} {}", operation,
                                               page, first_index + i, problem));
     }
-    in_tree_[page] = true;
+    marked(page) = true;
   }
 }
 
@@ -459,7 +460,7 @@ void RadixTree::erase_leaf(RadixNode* node) {
   for (uint32_t i = 0; i < node->pages; ++i) {
     if (events_) emit_dropping(Tier::kDevice, node, i);
     if (events_) emit_removed(Tier::kDevice, node, i);
-    in_tree_[node->pages_[i]] = false;
+    marked(node->pages_[i]) = false;
     pool_.release(node->pages_[i]);
   }
   cached_pages_ -= node->pages;
@@ -480,7 +481,7 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
     auto* leaf = static_cast<RadixNode*>(entry);
     // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
     const PageId page = leaf->pages_[--leaf->pages];
-    in_tree_[page] = false;
+    marked(page) = false;
     pool_.release(page);
     --cached_pages_;
     if (leaf->pages == 0) {

@@ -141,13 +141,14 @@ class RadixTree final : public Evictor {
 
   uint64_t protected_pages() const { return protected_pages_; }
   std::size_t evictable_leaves() const { return policy_->size(); }
-  bool indexes_page(PageId page) const { return page < in_tree_.size() && in_tree_[page]; }
+  bool indexes_page(PageId page) const { return pool_.contains(page) && marked(page); }
   const TreeStats& stats() const { return stats_; }
   // Bytes of tree metadata (nodes, token and page arrays, child tables, host parts, the per-page
   // bitmaps and page hashes), as allocated, measured through the allocator's usable sizes
   // (kv_store/heap.h).
   uint64_t metadata_bytes() const;
   EvictionPolicy& policy() { return *policy_; }
+  const EvictionPolicy& policy() const { return *policy_; }
   PagePool& pool() { return pool_; }
 
   // --- The host tier (radix/tier_config.h) ---
@@ -277,19 +278,26 @@ class RadixTree final : public Evictor {
   void emit_stored(Tier tier, const RadixNode* node, uint32_t first, uint32_t count);
   void emit_removed(Tier tier, const RadixNode* node, uint32_t i);
   void emit_dropping(Tier tier, const RadixNode* node, uint32_t i);
+  // The page's bit in in_tree_; `page` must be in the pool.
+  std::vector<bool>::reference marked(PageId page) { return in_tree_[page - first_page_]; }
+  bool marked(PageId page) const { return in_tree_[page - first_page_]; }
+  // The page's hash in device_hashes_ (page hashes on, `page` in the pool).
+  PageHash& device_hash(PageId page) { return device_hashes_[page - first_page_]; }
+  const PageHash& device_hash(PageId page) const { return device_hashes_[page - first_page_]; }
 
   PagePool& pool_;
   std::unique_ptr<EvictionPolicy> policy_;
   uint32_t page_tokens_;
+  PageId first_page_;  // the pool's first page id (a partition's need not be 0)
   std::unordered_map<Namespace, RadixNode*> roots_;
-  std::vector<bool> in_tree_;  // per pool page: indexed by this tree
+  std::vector<bool> in_tree_;  // per pool page (by page - first_page_): indexed by this tree
   uint64_t clock_ = 0;
   uint64_t cached_pages_ = 0;
   uint64_t protected_pages_ = 0;
   uint64_t node_heap_bytes_ = 0;  // nodes and their arrays, by mi_usable_size
   TreeStats stats_;
   std::unique_ptr<HostTier> host_tier_;
-  std::vector<PageHash> device_hashes_;  // per device page, when page hashes are on
+  std::vector<PageHash> device_hashes_;  // per pool page (as in_tree_), when page hashes are on
   std::unique_ptr<EventBuffer> events_;
   bool extras_ = false;  // a host tier, page hashes or events: what a plain cache skips
 };

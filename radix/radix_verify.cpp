@@ -85,9 +85,9 @@ void RadixTree::verify() const {
     }
     for (PageId page : node->page_ids()) {
       if (!pool_.contains(page)) fail(fmt::format("{}: page {} is not in the pool", where, page));
-      if (seen[page]) fail(fmt::format("{}: page {} is indexed twice", where, page));
-      seen[page] = true;
-      if (!in_tree_[page]) fail(fmt::format("{}: page {} is not marked as indexed", where, page));
+      if (seen[page - first_page_]) fail(fmt::format("{}: page {} is indexed twice", where, page));
+      seen[page - first_page_] = true;
+      if (!marked(page)) fail(fmt::format("{}: page {} is not marked as indexed", where, page));
       if (pool_.refcount(page) == 0)
         fail(fmt::format("{}: page {} is free in the pool", where, page));
     }
@@ -103,7 +103,7 @@ void RadixTree::verify() const {
           fail(fmt::format("{}: host page {} is not in the pool", where, page));
         if (host_seen[page]) fail(fmt::format("{}: host page {} is indexed twice", where, page));
         host_seen[page] = true;
-        if (!host_tier_->in_tree[page]) {
+        if (!host_tier_->indexed(page)) {
           fail(fmt::format("{}: host page {} is not marked as indexed", where, page));
         }
         if (pool.refcount(page) == 0) fail(fmt::format("{}: host page {} is free", where, page));
@@ -144,9 +144,9 @@ void RadixTree::verify() const {
       for (uint32_t i = 0; i < node->num_pages(); ++i) {
         const PageHash want = chain_page_hash(
             parent_hash(node, i), {node->tokens_ + size_t{i} * page_tokens_, page_tokens_});
-        const bool device_ok = i >= node->pages || device_hashes_[node->pages_[i]] == want;
+        const bool device_ok = i >= node->pages || device_hash(node->pages_[i]) == want;
         const bool host_ok =
-            node->host_page(i) == kInvalidPage || host_tier_->hashes[node->host_page(i)] == want;
+            node->host_page(i) == kInvalidPage || host_tier_->hash(node->host_page(i)) == want;
         if (!device_ok || !host_ok)
           fail(fmt::format("{}: page {} has a wrong page hash", where, i));
       }
@@ -184,7 +184,7 @@ void RadixTree::verify() const {
     fail(fmt::format("{} host pages marked as indexed but {} cached", host_marked, host_cached));
   }
   for (const auto& [ticket, page] : h.in_flight) {
-    if (h.in_tree[page] || h.pool.refcount(page) == 0) {
+    if (h.indexed(page) || h.pool.refcount(page) == 0) {
       fail(fmt::format("host page {} in flight is indexed or free", page));
     }
   }

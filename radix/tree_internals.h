@@ -27,8 +27,14 @@ struct RadixTree::HostTier {
   CacheBudget budget;
   WritePolicy write;
   uint64_t limit_pages;          // cached host pages the budget allows (at most the pool)
-  std::vector<bool> in_tree;     // per host page: indexed by the tree
-  std::vector<PageHash> hashes;  // per host page, when page hashes are on
+  // Per host page, by page - pool.first_page() (a partition's first id need not be 0): through
+  // indexed() and hash() only.
+  std::vector<bool> in_tree;     // indexed by the tree
+  std::vector<PageHash> hashes;  // its hash, when page hashes are on
+  std::vector<bool>::reference indexed(PageId page) { return in_tree[page - pool.first_page()]; }
+  bool indexed(PageId page) const { return in_tree[page - pool.first_page()]; }
+  PageHash& hash(PageId page) { return hashes[page - pool.first_page()]; }
+  const PageHash& hash(PageId page) const { return hashes[page - pool.first_page()]; }
   uint64_t cached = 0;           // host pages indexed
   uint64_t pinned = 0;           // host-only pages of locked nodes
   // Host pages held only by a running copy (load sources under write-back), in issue order.

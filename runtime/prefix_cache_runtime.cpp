@@ -7,7 +7,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/runtime_internals.h"
+
 namespace radixkv {
+
+using detail::Sequence;
 
 namespace {
 
@@ -75,9 +79,10 @@ std::string_view to_string(RuntimeStatus status) {
 PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config,
                                        const TierConfig& tiers)
     : pool_(pool),
+      claim_(pool, "PrefixCacheRuntime"),
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
-      tree_(pool, make_policy(config.policy)),
+      tree_(pool, config.policy.make()),
       allocator_(pool, tree_, make_budget(pool, config)) {
   if (tiers.host.pool != nullptr) {
     PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
@@ -174,12 +179,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.block_table.clear();
   s.block_table.reserve(total_pages);
 
-  // The last prompt token is always computed: match no further than the last page boundary
-  // strictly below the prompt length.
-  const size_t cut = (len - 1) / page_tokens_ * page_tokens_;
   const AccessHint hint{request.priority, now_};
   const MatchResult match =
-      tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint);
+      tree_.match(request.name_space, request.prompt.first(reuse_cut(len)), &s.block_table, hint);
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
   for (PageId page : s.block_table) pool_.retain(page);
@@ -344,6 +346,9 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
   Sequence& s = live(seq, "finish");
+  // The release at the end is all or nothing, but the insert before it is not undone: so a page
+  // the caller released behind our back must be found first, while nothing has changed.
+  check_private_pages_held(s, "finish");
   const CommitResult result = insert_computed(s);
   release_sequence(s, SeqState::kFinished);
   ++stats_.finishes;
@@ -387,9 +392,25 @@ void PrefixCacheRuntime::clear_cache() {
   tree_.flush_events();
 }
 
+void PrefixCacheRuntime::check_private_pages_held(const Sequence& s, const char* operation) const {
+  // Committed pages need no look: the tree holds a reference to each besides ours, so one release
+  // behind our back cannot free them (two would have broken the tree, which check_accounting()
+  // reports).
+  try {
+    pool_.check_held(std::span<const PageId>(s.block_table).subspan(s.committed_pages), operation);
+  } catch (const std::logic_error& e) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::{}: request {} holds a page that is no longer held in the pool (was "
+        "it released outside the runtime?); nothing changed: {}",
+        operation, s.request_id, e.what()));
+  }
+}
+
 void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
-  tree_.unlock(s.locked);
+  // Pages first: the release is all or nothing, and the unlock cannot fail for a live sequence,
+  // so nothing is left half done if the release throws.
   pool_.release(s.block_table);
+  tree_.unlock(s.locked);
   s.block_table.clear();
   s.tokens.clear();
   s.locked = nullptr;
@@ -397,6 +418,17 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
   s.state = end_state;
   --live_;
   free_slots_.push_back(static_cast<uint32_t>(&s - slots_.data()));
+}
+
+uint32_t PrefixCacheRuntime::reuse_cut(std::size_t prompt_tokens) const {
+  // Match no further than the last page boundary strictly below the prompt length.
+  return prompt_tokens == 0
+             ? 0
+             : static_cast<uint32_t>((prompt_tokens - 1) / page_tokens_ * page_tokens_);
+}
+
+uint32_t PrefixCacheRuntime::cached_prefix(Namespace ns, std::span<const TokenId> prompt) const {
+  return tree_.peek(ns, prompt.first(reuse_cut(prompt.size())));
 }
 
 uint64_t PrefixCacheRuntime::evict(uint64_t pages) {

@@ -1,11 +1,13 @@
 // PrefixCacheRuntime: the adapter a batch scheduler calls (docs/design.md, "The runtime
-// adapter"). It owns the radix tree and the budgeted allocator over a caller-provided PagePool and
-// tracks every live sequence (runtime/sequence.h).
+// adapter"). It owns the radix tree and the budgeted allocator over a caller-provided PagePool,
+// which it claims for its whole life (one runtime per pool), and tracks every live sequence
+// (runtime/sequence.h).
 //
 // Life of a request, with P = page_tokens:
-//   admit(request)    matches the prompt cut to floor((len-1)/P)*P, locks the match, shares its
-//                     pages, allocates private pages for the rest. position_offset == reused
-//                     tokens: the model computes positions offset .. len-1, never restarting at 0.
+//   admit(request)    matches the prompt cut to reuse_cut(len) = floor((len-1)/P)*P, locks the
+//                     match, shares its pages, allocates private pages for the rest.
+//                     position_offset == reused tokens: the model computes positions
+//                     offset .. len-1, never restarting at 0.
 //                     With a host tier the match is a device run, then a host run: admit
 //                     allocates device pages for the host run, starts copying it there (the pages
 //                     are device pages of the trie at once) and returns load_ticket; the caller
@@ -36,7 +38,11 @@
 // Errors: a dead, stale or unknown handle throws std::logic_error naming the sequence and what
 // happened to it (a second finish is one). Bad arguments (empty prompt, priority outside
 // [kMinPriority, kMaxPriority], computed counts out of range) throw std::invalid_argument before
-// anything changes.
+// anything changes. So does finish or abort of a sequence one of whose pages the caller has
+// released behind the runtime's back (std::logic_error naming the page): the sequence stays live,
+// locked and holding its pages, exactly as before the call.
+// A second runtime over a pool that one already uses is refused (std::logic_error), as is a pool
+// with pages in use: each would count the other's pages as leaked.
 //
 // Page accounting: every page's refcount == (tree indexes it) + (live block tables holding it);
 // capacity == free + cached + private. Host tier: every host page's refcount == (tree indexes it)
@@ -58,10 +64,16 @@
 #include <vector>
 
 #include "eviction/cache_budget.h"
+#include "eviction/eviction_policy.h"
 #include "radix/radix_tree.h"
 #include "runtime/sequence.h"
 
 namespace radixkv {
+
+namespace detail {
+struct Sequence;
+struct RuntimeInternals;
+}  // namespace detail
 
 // The host tier under the device pool (radix/tier_config.h, docs/tiers.md).
 struct HostTierConfig {
@@ -80,7 +92,9 @@ struct RuntimeConfig {
   uint64_t cache_bytes = 0;  // budget of cached pages; 0 means the whole pool
   double high_watermark = 0.95;
   double low_watermark = 0.85;
-  std::string policy = "lru";
+  // A spec from the registry ("lru", "gdsf:depth_pages=512"; eviction/policy_registry.h), or a
+  // factory of the caller's own policy (eviction/eviction_policy.h, PolicyChoice).
+  PolicyChoice policy = "lru";
 };
 
 // What lies beyond the device pool: a host tier, page hashes and the tier events. Apart from
@@ -150,7 +164,8 @@ struct RuntimeStats {
 class PrefixCacheRuntime {
  public:
   // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
-  // std::invalid_argument for a bad budget, policy, write policy or host tier.
+  // std::invalid_argument for a bad budget, policy (a factory that returns none is one), write
+  // policy or host tier, std::logic_error when the pool is in use (above).
   PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {},
                      const TierConfig& tiers = {});
   ~PrefixCacheRuntime();
@@ -189,6 +204,13 @@ class PrefixCacheRuntime {
   // write-back); returns how many were released.
   uint64_t evict(uint64_t pages);
 
+  // The admit cut: the most tokens of a `prompt_tokens`-token prompt that admit takes from the
+  // cache, floor((prompt_tokens - 1) / P) * P, so that the last prompt token is always computed.
+  uint32_t reuse_cut(std::size_t prompt_tokens) const;
+  // What admit would reuse of `prompt` in `ns` if called now, in tokens, without any side effect
+  // (no access recorded, no split): schedulers rank waiting requests with it.
+  uint32_t cached_prefix(Namespace ns, std::span<const TokenId> prompt) const;
+
   // Walks the tree and every live sequence; throws std::logic_error describing the first page
   // whose refcount is not (tree reference) + (block tables holding it), a sequence whose committed
   // pages and tokens are not exactly the path to its locked node, or a broken identity
@@ -196,28 +218,38 @@ class PrefixCacheRuntime {
   // tree and the copies in flight. Returns the private page count.
   uint64_t check_accounting() const;
 
+  // Read-only views. The tree is for dumps, verify() and its statistics; only the runtime
+  // changes it.
   const RuntimeStats& stats() const { return stats_; }
   uint32_t page_tokens() const { return page_tokens_; }
+  uint64_t cached_pages() const { return tree_.cached_pages(); }
+  // Cached pages no live sequence pins: what eviction could free for an allocation now.
+  uint64_t evictable_pages() const { return tree_.evictable_pages(); }
   const RadixTree& tree() const { return tree_; }
-  RadixTree& tree() { return tree_; }
   const PagePool& pool() const { return pool_; }
   const CacheBudget& budget() const { return allocator_.budget(); }
 
  private:
-  Sequence& live(SeqHandle seq, const char* operation);
-  const Sequence& live(SeqHandle seq, const char* operation) const;
-  CommitResult insert_computed(Sequence& s);
-  void release_sequence(Sequence& s, SeqState end_state);
-  void check_computed(const Sequence& s, uint32_t computed_tokens, const char* operation) const;
+  friend struct detail::RuntimeInternals;
+  detail::Sequence& live(SeqHandle seq, const char* operation);
+  const detail::Sequence& live(SeqHandle seq, const char* operation) const;
+  CommitResult insert_computed(detail::Sequence& s);
+  // Throws std::logic_error, naming the page, if the pool no longer counts one of the sequence's
+  // private pages as held (a release behind the runtime's back).
+  void check_private_pages_held(const detail::Sequence& s, const char* operation) const;
+  void release_sequence(detail::Sequence& s, SeqState end_state);
+  void check_computed(const detail::Sequence& s, uint32_t computed_tokens,
+                      const char* operation) const;
   void end_call();
   void check_host_accounting() const;
 
   PagePool& pool_;
+  PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
   uint32_t page_tokens_;
   std::unique_ptr<PageCopier> own_copier_;  // when TierConfig names none; outlives tree_
   RadixTree tree_;
   BudgetedAllocator allocator_;
-  std::vector<Sequence> slots_;
+  std::vector<detail::Sequence> slots_;
   std::vector<uint32_t> free_slots_;
   uint32_t live_ = 0;
   double now_ = 0.0;

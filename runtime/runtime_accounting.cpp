@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "runtime/prefix_cache_runtime.h"
+#include "runtime/runtime_internals.h"
 
 namespace radixkv {
 
@@ -14,13 +15,17 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
   const auto fail = [](const std::string& what) {
     throw std::logic_error("PrefixCacheRuntime::check_accounting: " + what);
   };
+  // expected[p - first]: the references page p should have, from the tree and the block tables.
   const uint32_t capacity = pool_.capacity_pages();
+  const PageId first = pool_.first_page();
   std::vector<uint32_t> expected(capacity, 0);
-  for (PageId p = 0; p < capacity; ++p) expected[p] = tree_.indexes_page(p) ? 1 : 0;
+  for (PageId p = first; p < pool_.end_page(); ++p) {
+    expected[p - first] = tree_.indexes_page(p) ? 1 : 0;
+  }
 
   uint64_t private_pages = 0;
   uint32_t live = 0;
-  for (const Sequence& s : slots_) {
+  for (const detail::Sequence& s : slots_) {
     if (s.state != SeqState::kRunning) continue;
     ++live;
     const std::string who = fmt::format("request {}", s.request_id);
@@ -70,19 +75,19 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
       if (i >= s.committed_pages && in_tree) {
         fail(fmt::format("{}: private page {} at index {} is in the tree", who, page, i));
       }
-      if (expected[page] == 0) ++private_pages;
-      ++expected[page];
+      if (expected[page - first] == 0) ++private_pages;
+      ++expected[page - first];
     }
   }
   if (live != live_) fail(fmt::format("{} running sequences, counter says {}", live, live_));
 
   uint64_t free_pages = 0;
-  for (PageId p = 0; p < capacity; ++p) {
-    if (pool_.refcount(p) != expected[p]) {
+  for (PageId p = first; p < pool_.end_page(); ++p) {
+    if (pool_.refcount(p) != expected[p - first]) {
       fail(fmt::format("page {} has refcount {}, expected {} (tree and block tables)", p,
-                       pool_.refcount(p), expected[p]));
+                       pool_.refcount(p), expected[p - first]));
     }
-    free_pages += expected[p] == 0 ? 1 : 0;
+    free_pages += expected[p - first] == 0 ? 1 : 0;
   }
   if (free_pages != pool_.free_pages()) {
     fail(fmt::format("{} unreferenced pages but {} on the free list", free_pages,

@@ -1,5 +1,6 @@
-// A sequence: one admitted request as the runtime adapter tracks it, and the handle a scheduler
-// uses to address it.
+// A sequence: one admitted request as the runtime adapter tracks it, the handle a scheduler uses
+// to address it, and the read-only view of it the runtime hands out. (The runtime's own record
+// of a sequence is internal: runtime/runtime_internals.h.)
 //
 // Per sequence, with P = page_tokens:
 //   tokens          prompt, then every token appended during decode.
@@ -23,7 +24,6 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "radix/radix_node.h"
 
@@ -52,28 +52,6 @@ struct SequenceView {
   CopyTicket load_ticket = 0;  // the load admit started or joined (0: none)
   std::span<const TokenId> tokens;
   std::span<const PageId> block_table;
-};
-
-// The runtime's record of one slot. Vectors keep their capacity across reuse of the slot.
-struct Sequence {
-  uint64_t request_id = 0;
-  Namespace name_space = 0;
-  int32_t priority = 0;
-  uint32_t generation = 0;
-  SeqState state = SeqState::kFinished;
-  uint32_t prompt_tokens = 0;
-  uint32_t reused_tokens = 0;
-  uint32_t computed_tokens = 0;
-  uint32_t committed_pages = 0;
-  CopyTicket load_ticket = 0;
-  RadixNode* locked = nullptr;
-  std::vector<TokenId> tokens;
-  std::vector<PageId> block_table;
-
-  SequenceView view() const {
-    return {request_id,      name_space,      priority,    state,  prompt_tokens, reused_tokens,
-            computed_tokens, committed_pages, load_ticket, tokens, block_table};
-  }
 };
 
 }  // namespace radixkv

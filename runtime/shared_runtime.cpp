@@ -7,16 +7,26 @@
 namespace radixkv {
 
 struct SharedRuntime::Shard {
-  Shard(const KvLayout& layout, uint32_t pages, const RuntimeConfig& config)
-      : size{pages, config.cache_bytes}, pool(layout, pages), runtime(pool, config) {}
+  Shard(PagePool& whole, uint32_t pages, const RuntimeConfig& config)
+      : size{pages, config.cache_bytes}, pool(whole, pages), runtime(pool, config) {}
   const ShardSize size;
   mutable std::mutex mutex;
-  PagePool pool;
+  PagePool pool;  // a partition of the shared pool
   PrefixCacheRuntime runtime;
 };
 
+SharedRuntime::SharedRuntime(PagePool& pool, uint32_t shards, const RuntimeConfig& config) {
+  make_shards(pool, shards, config);
+}
+
 SharedRuntime::SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
-                             const RuntimeConfig& config) {
+                             const RuntimeConfig& config)
+    : own_pool_(std::make_unique<PagePool>(layout, capacity_pages)) {
+  make_shards(*own_pool_, shards, config);
+}
+
+void SharedRuntime::make_shards(PagePool& whole, uint32_t shards, const RuntimeConfig& config) {
+  const uint32_t capacity_pages = whole.capacity_pages();
   if (shards == 0) throw std::invalid_argument("SharedRuntime: shards must be at least 1");
   if (capacity_pages / shards == 0) {
     throw std::invalid_argument(fmt::format(
@@ -36,7 +46,7 @@ SharedRuntime::SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, ui
                       "shard {} nothing",
                       config.cache_bytes, shards, i));
     }
-    shards_.push_back(std::make_unique<Shard>(layout, pages, shard_config));
+    shards_.push_back(std::make_unique<Shard>(whole, pages, shard_config));
   }
 }
 
@@ -132,7 +142,7 @@ uint64_t SharedRuntime::cached_pages() const {
   uint64_t pages = 0;
   for (const auto& s : shards_) {
     std::lock_guard lock(s->mutex);
-    pages += s->runtime.tree().cached_pages();
+    pages += s->runtime.cached_pages();
   }
   return pages;
 }

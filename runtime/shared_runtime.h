@@ -5,11 +5,14 @@
 //   - PagePool, RadixTree, the policies, BudgetedAllocator and PrefixCacheRuntime are NOT: each
 //     assumes one owner at a time (a scheduler thread, or a caller holding a lock).
 //   - SharedRuntime IS: every call may come from any thread. It splits namespaces over `shards`
-//     independent PrefixCacheRuntimes, each with its own mutex and its own pool of
-//     capacity_pages / shards pages, one more for the first capacity_pages % shards shards (and
-//     a share of config.cache_bytes in proportion; shard_size() says both). Namespaces never
-//     share nodes, so splitting them loses no hit; what is lost is that free pages cannot move
-//     from one shard to another.
+//     independent PrefixCacheRuntimes, each with its own mutex and its own partition of one
+//     PagePool (kv_store/page_pool.h): capacity / shards pages, one more for each of the first
+//     capacity % shards shards, and a share of config.cache_bytes in proportion to its pages
+//     (shard_size() says both). Page ids are the pool's, unique across shards, so block tables
+//     address the pool's real pages (host or GPU memory) directly. The partitions share no
+//     mutable state, so the shards' page allocation needs no lock beyond each shard's own.
+//     Namespaces never share nodes, so splitting them loses no hit; what is lost is that free
+//     pages cannot move from one shard to another.
 //     shards == 1 is the plain locked design: one mutex in front of one runtime.
 //   - Results are copied out under the shard's lock (block tables included), so nothing a caller
 //     holds points into state another thread may change.
@@ -42,11 +45,17 @@ struct SharedAdmit {
 
 class SharedRuntime {
  public:
-  // Throws std::invalid_argument when shards is 0, the pool cannot give each shard a page, or a
-  // nonzero cache budget cannot give each shard at least a page.
+  // Over the caller's pool, which must outlive the runtime and have no page in use; the shards
+  // take all of it. Throws std::invalid_argument when shards is 0, the pool cannot give each
+  // shard a page, or a nonzero cache budget cannot give each shard at least a page;
+  // std::logic_error when the pool is in use (claimed by a runtime, or pages held or lent).
+  SharedRuntime(PagePool& pool, uint32_t shards, const RuntimeConfig& config = {});
+  // The same over a pool of its own with no page bytes (AccountingBackend): replays, benchmarks.
   SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
                 const RuntimeConfig& config = {});
   ~SharedRuntime();
+  SharedRuntime(const SharedRuntime&) = delete;
+  SharedRuntime& operator=(const SharedRuntime&) = delete;
 
   uint32_t shards() const { return static_cast<uint32_t>(shards_.size()); }
   uint32_t shard_of(Namespace ns) const;
@@ -75,7 +84,9 @@ class SharedRuntime {
  private:
   struct Shard;
   Shard& shard(SharedHandle handle, const char* operation) const;
+  void make_shards(PagePool& pool, uint32_t shards, const RuntimeConfig& config);
 
+  std::unique_ptr<PagePool> own_pool_;  // only with the layout constructor; outlives the shards
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 

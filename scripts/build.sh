@@ -11,7 +11,9 @@ packages=(g++ cmake make libboost-dev libmimalloc-dev libfmt-dev doctest-dev lib
           libxxhash-dev
           # KV events and the router (events/, router/), and the Python their tests talk to
           pkg-config libmsgpack-cxx-dev libzmq3-dev cppzmq-dev libcpp-httplib-dev
-          nlohmann-json3-dev libcli11-dev python3-zmq python3-msgpack)
+          nlohmann-json3-dev libcli11-dev python3-zmq python3-msgpack
+          # the command line (tools/): trace readers, reports, flags, config files
+          libsimdjson-dev libtomlplusplus-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/splitmix64.h"
+
 namespace radixkv::gpu_check {
 
 struct Options {
@@ -18,14 +20,11 @@ struct Options {
   int reps = 10;
 };
 
-// splitmix64: fast enough to refill a GiB between checks.
+// SplitMix64: fast enough to refill a GiB between checks.
 inline void fill_random(std::byte* data, uint64_t bytes, uint64_t seed) {
-  uint64_t state = seed;
+  SplitMix64 stream(seed);
   for (uint64_t i = 0; i < bytes; i += 8) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    const uint64_t z = stream.next();
     std::memcpy(data + i, &z, std::min<uint64_t>(8, bytes - i));
   }
 }

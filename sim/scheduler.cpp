@@ -7,16 +7,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/splitmix64.h"
+
 namespace radixkv {
 
 namespace {
-
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -362,18 +357,15 @@ void Scheduler::release_share(Entry& e) {
 
 uint32_t Scheduler::cached_prefix(const Entry& e) const {
   if (!config_.use_cache) return 0;
-  // The same cut as admit: the last prompt token is always computed.
-  const std::size_t cut = (e.tokens.size() - 1) / page_tokens_ * page_tokens_;
-  return runtime_.tree().peek(e.request.name_space, std::span<const TokenId>(e.tokens).first(cut));
+  return runtime_.cached_prefix(e.request.name_space, e.tokens);
 }
 
 uint64_t Scheduler::share_key_of(const Entry& e, uint32_t cached) const {
   // Only a whole page that admit could ever reuse counts: pages below the cut of admit.
-  const std::size_t cut = (e.tokens.size() - 1) / page_tokens_ * page_tokens_;
-  if (cached + page_tokens_ > cut) return 0;
-  uint64_t h = mix(e.request.name_space ^ mix(cached));
+  if (cached + page_tokens_ > runtime_.reuse_cut(e.tokens.size())) return 0;
+  uint64_t h = splitmix64(e.request.name_space ^ splitmix64(cached));
   for (uint32_t i = cached; i < cached + page_tokens_; ++i) {
-    h = mix(h ^ static_cast<uint32_t>(e.tokens[i]));
+    h = splitmix64(h ^ static_cast<uint32_t>(e.tokens[i]));
   }
   return h | 1;  // 0 means "no key"
 }
@@ -435,7 +427,7 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
   // surely cannot give: a refused admit has already evicted the whole evictable cache.
   // (The matched pages may be evictable now and locked by the admit, so this can pass and the
   // admit still fail; it never refuses what the admit would grant without the reserve.)
-  const uint64_t available = pool.free_pages() + runtime_.tree().evictable_pages();
+  const uint64_t available = pool.free_pages() + runtime_.evictable_pages();
   const uint64_t wanted =
       ceil_div(e.tokens.size(), page_tokens_) - cached / page_tokens_ + running_.size();
   if (available < wanted && !running_.empty()) return false;

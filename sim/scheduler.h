@@ -29,9 +29,10 @@
 //
 // Ordering policies:
 //   kFcfs  submission order.
-//   kLpm   longest cached prefix first (RadixTree::peek: no side effect), ties by submission
-//          order. Scoring costs a walk per waiting request, so past `lpm_max_queue` waiting
-//          requests the step falls back to fcfs (SGLang does the same past 128).
+//   kLpm   longest cached prefix first (PrefixCacheRuntime::cached_prefix: no side effect), ties
+//          by submission order. Scoring costs a walk per waiting request, so past
+//          `lpm_max_queue` waiting requests the step falls back to fcfs (SGLang does the same
+//          past 128).
 //   share_prefixes (with either order): when a waiting request's first uncached page (its
 //          namespace, offset and tokens, hashed) equals that of a request admitted and still in
 //          prefill (its first uncached page when it was admitted), it is held until no such
@@ -212,7 +213,7 @@ class Scheduler {
   };
   struct Candidate {  // lpm's order
     uint32_t entry;
-    uint32_t cached;  // cached prefix in tokens (RadixTree::peek) when the order was made
+    uint32_t cached;  // cached prefix in tokens (runtime cached_prefix) when the order was made
     bool urgent;
   };
 

@@ -5,12 +5,18 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "runtime/prefix_cache_runtime.h"
+#include "runtime/runtime_internals.h"
+#include "tests/cli_runs.h"
+#include "tests/skip.h"
 #include "tools/cli/cli.h"
 
 namespace fs = std::filesystem;
@@ -21,16 +27,8 @@ using radixkv::tools::kExitUsage;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-Run cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = radixkv::tools::run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using Run = radixkv::testing::CliRun;
+const auto cli = radixkv::testing::run_cli;
 
 fs::path scratch(const std::string& name, const std::string& bytes) {
   const fs::path dir = fs::temp_directory_path() / ("radixkv_matrix_" + std::to_string(::getpid()));
@@ -79,6 +77,9 @@ TEST_CASE("matrix: malformed traces in every format stop with the file, the line
   const std::string mooncake_ok =
       R"({"timestamp": 0, "input_length": 1000, "output_length": 5, "hash_ids": [1, 2]})"
       "\n";
+  const std::string bailian_ok =
+      R"({"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "input_length": 20, "output_length": 5, "type": "text", "turn": 1, "hash_ids": [1, 2]})"
+      "\n";
   const std::string native_ok =
       "{\"radixkv_trace\": 1}\n{\"id\": 0, \"t\": 0, \"segs\": [[1, 64]], \"out\": 16}\n";
   struct Case {
@@ -92,6 +93,29 @@ TEST_CASE("matrix: malformed traces in every format stop with the file, the line
       {"empty.jsonl", "mooncake", "", "holds no request", 0},
       {"empty_native.jsonl", "native", "", "", 0},
       {"empty.json", "agentic", "", "", 0},
+      {"empty_bailian.jsonl", "bailian", "", "holds no request", 0},
+      {"binary_bailian.jsonl", "bailian", binary, "invalid JSON", 0},
+      {"truncated_bailian.jsonl", "bailian", bailian_ok + R"({"chat_id": 2, "timest)",
+       "invalid JSON", 2},
+      {"types_bailian.jsonl", "bailian",
+       bailian_ok +
+           R"({"chat_id": 2, "timestamp": 1, "input_length": 20, "output_length": 5, "turn": "2", "hash_ids": [1, 2]})"
+           "\n",
+       "\"turn\"", 2},
+      {"negative_bailian.jsonl", "bailian",
+       bailian_ok +
+           R"({"chat_id": 2, "timestamp": -1, "input_length": 20, "output_length": 5, "hash_ids": [1, 2]})"
+           "\n",
+       "negative", 2},
+      {"missing_bailian.jsonl", "bailian",
+       bailian_ok + R"({"chat_id": 2, "timestamp": 1, "input_length": 20, "hash_ids": [1, 2]})"
+                    "\n",
+       "output_length", 2},
+      {"twice_bailian.jsonl", "bailian",
+       bailian_ok +
+           R"({"chat_id": 2, "timestamp": 1, "timestamp": 2, "input_length": 20, "output_length": 5, "hash_ids": [1, 2]})"
+           "\n",
+       "appears twice", 2},
       {"binary.jsonl", "mooncake", binary, "invalid JSON", 0},
       {"binary_native.jsonl", "native", binary, "invalid JSON", 0},
       {"binary.json", "agentic", binary, "invalid JSON", 0},
@@ -192,8 +216,9 @@ TEST_CASE("matrix: runtime misuse is refused and leaves the cache intact") {
                   std::invalid_argument);
   CHECK_THROWS_AS(runtime.admit({4, 0, prompt, 101}), std::invalid_argument);
   intact();
-  // Below the runtime: unlock below zero and foreign page ids, straight on its tree.
-  RadixTree& tree = runtime.tree();
+  // Below the runtime: unlock below zero and foreign page ids, straight on its tree (which only
+  // radixkv's own tests can reach).
+  RadixTree& tree = detail::RuntimeInternals::tree(runtime);
   const MatchResult m = tree.match(5, prompt);  // another namespace: its root, never locked
   CHECK_THROWS_WITH_AS(tree.unlock(m.node), doctest::Contains("not locked"), std::logic_error);
   const std::vector<PageId> foreign{900, 901, 902, 903, 904};
@@ -204,4 +229,177 @@ TEST_CASE("matrix: runtime misuse is refused and leaves the cache intact") {
   intact();
   runtime.finish(second.seq);
   CHECK(runtime.check_accounting() == 0);
+}
+
+// ---- Issue 14's list: each input gets a clear one-line error, or works. ----
+
+namespace {
+
+bool one_line(const std::string& text) {
+  return !text.empty() && text.find('\n') == text.size() - 1;
+}
+
+}  // namespace
+
+TEST_CASE("issue 14.1: out of memory says what was being done and exits 1") {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  RADIXKV_SKIP("a sanitizer reserves shadow memory that an address-space limit forbids");
+#else
+  // One request at the longest prompt a trace may hold, served in engine mode: its prompt alone is
+  // 64 MiB of token ids, copied into the scheduler, more than a 200 MB address space holds.
+  const fs::path trace = scratch("oom.jsonl", "{\"id\": 0, \"t\": 0, \"segs\": [[1, 16777216]]}\n");
+  radixkv::testing::BinaryOptions options;
+  options.memory_limit = 200ull << 20;
+  const Run run = radixkv::testing::run_binary(
+      {"replay", "--trace", trace.string(), "--mode", "engine", "--pool-bytes", "4TiB", "--json"},
+      options);
+  CHECK(run.status == kExitFailure);
+  CHECK(run.err ==
+        "radixkv replay: out of memory while replaying " + trace.string() + " in engine mode\n");
+#endif
+}
+
+TEST_CASE("issue 14.2: a segment longer than any prompt is refused up front, naming the limit") {
+  const fs::path trace = scratch("huge.jsonl", R"({"id":0,"t":0,"segs":[[1,1073741824]]})");
+  const auto start = std::chrono::steady_clock::now();
+  const Run run = cli({"replay", "--trace", trace.string()});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK(run.status == kExitFailure);
+  CHECK(one_line(run.err));
+  CHECK(run.err.find(trace.string() + ":1: segs[0] length is 1073741824, outside [1, 16777216]") !=
+        std::string::npos);
+  // At the limit it replays, expanding no more of the prompt than the cache could hold.
+  const Run at_limit =
+      cli({"replay", "--trace",
+           scratch("limit.jsonl", R"({"id":0,"t":0,"segs":[[1,16777216]]})").string(), "--json"});
+  CHECK(at_limit.status == kExitOk);
+}
+
+TEST_CASE("issue 14.3: a capacity in bytes past 2^64 is refused, not wrapped") {
+  const Run run = cli({"replay", "--page-tokens", "65536", "--capacity-tokens", "2e14", "--json"});
+  CHECK(run.status == kExitUsage);
+  CHECK(run.out.empty());
+  CHECK(one_line(run.err));
+  CHECK(run.err.find("--capacity-tokens: 200000000000000 tokens are 3051757812 pages of 8.00 GiB, "
+                     "more than 2^64 bytes in all") != std::string::npos);
+  // The largest budget that fits still reports exact bytes.
+  const Run fits = cli({"replay", "--page-tokens", "65536", "--capacity-tokens", "1e14", "--json"});
+  REQUIRE(fits.status == kExitOk);
+  CHECK(fits.out.find("\"capacity_bytes\":13107199997852516352") != std::string::npos);
+}
+
+TEST_CASE("issue 14.4: engine mode serves requests in arrival order, not file order") {
+  // The same four requests, written in time order and out of it.
+  const std::string a = R"({"id": 0, "t": 0, "segs": [[1, 64]], "out": 8})";
+  const std::string b = R"({"id": 1, "t": 5, "segs": [[2, 64]], "out": 8})";
+  const std::string c = R"({"id": 2, "t": 1, "segs": [[3, 64]], "out": 8})";
+  const std::string d = R"({"id": 3, "t": 2, "segs": [[1, 64], [4, 16]], "out": 8})";
+  const fs::path sorted = scratch("sorted.jsonl", a + "\n" + c + "\n" + d + "\n" + b + "\n");
+  const fs::path shuffled = scratch("shuffled.jsonl", a + "\n" + b + "\n" + c + "\n" + d + "\n");
+  const auto replay = [](const fs::path& path) {
+    const Run run = cli(
+        {"replay", "--mode", "engine", "--trace", path.string(), "--pool-bytes", "1GiB", "--json"});
+    REQUIRE(run.status == kExitOk);
+    return run.out;
+  };
+  const std::string in_order = replay(sorted), out_of_order = replay(shuffled);
+  CHECK(in_order.find("\"out_of_order_requests\":0,") != std::string::npos);
+  CHECK(out_of_order.find("\"out_of_order_requests\":2,") != std::string::npos);
+  for (const char* key : {"\"ttft_p50_seconds\":", "\"ttft_max_seconds\":", "\"hit_tokens\":"}) {
+    CAPTURE(key);
+    const auto value = [&](const std::string& json) {
+      const std::size_t at = json.find(key) + std::strlen(key);
+      return json.substr(at, json.find(',', at) - at);
+    };
+    CHECK(value(in_order) == value(out_of_order));
+  }
+}
+
+TEST_CASE("issue 14.5: a byte order mark is skipped, and a bad first record is reported as it is") {
+  const fs::path bom = scratch("bom.jsonl",
+                               "\xEF\xBB\xBF{\"timestamp\": 0, \"input_length\": 600, "
+                               "\"output_length\": 5, \"hash_ids\": [1, 2]}\n");
+  CHECK(cli({"replay", "--trace", bom.string(), "--page-tokens", "512", "--json"}).status ==
+        kExitOk);
+  const fs::path bad = scratch("bad_first.jsonl",
+                               "{\"timestamp\": 0, \"input_length\": 600 \"output_length\": 5}\n");
+  const Run run = cli({"replay", "--trace", bad.string()});
+  CHECK(run.status == kExitFailure);
+  CHECK(one_line(run.err));
+  CHECK(run.err.find(bad.string() + ":1: invalid JSON") != std::string::npos);
+  CHECK(run.err.find("cannot tell") == std::string::npos);
+}
+
+TEST_CASE("issue 14.6: gen refuses what replay could not read, naming the flags") {
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::vector<Case> cases = {
+      {{"gen", "--namespaces", "1e18"}, "--namespaces"},
+      {{"gen", "--answer-tokens", "1e9", "--turns", "3"}, "--answer-tokens"},
+      {{"gen", "--answer-tokens", "9e6", "--turns", "3"}, "--turns, --answer-tokens"},
+      {{"gen", "--agent-fraction", "1", "--tool-tokens", "8e6"}, "--agent-steps, --tool-tokens"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.names);
+    const Run run = cli(c.args);
+    CHECK(run.status == kExitUsage);
+    CHECK(run.out.empty());  // nothing written
+    CHECK(one_line(run.err));
+    CHECK(run.err.find(c.names) != std::string::npos);
+  }
+  // Right below the limits, what gen writes replay reads.
+  const Run gen = cli({"gen", "--conversations", "3", "--answer-tokens", "1e6", "--turns", "4",
+                       "--agent-fraction", "0", "--namespaces", "9007199254740992"});
+  REQUIRE(gen.status == kExitOk);
+  const fs::path trace = scratch("gen.jsonl", gen.out);
+  CHECK(cli({"replay", "--trace", trace.string(), "--json"}).status == kExitOk);
+}
+
+TEST_CASE("issue 14.10: engine peak running counts requests that finish in the step they prefill") {
+  // Three one-token answers arriving together: prefilled, sampled and finished in one step.
+  const fs::path trace = scratch("one_step.jsonl",
+                                 "{\"id\": 0, \"t\": 0, \"segs\": [[1, 32]], \"out\": 1}\n"
+                                 "{\"id\": 1, \"t\": 0, \"segs\": [[2, 32]], \"out\": 1}\n"
+                                 "{\"id\": 2, \"t\": 0, \"segs\": [[3, 32]], \"out\": 1}\n");
+  const Run run = cli(
+      {"replay", "--mode", "engine", "--trace", trace.string(), "--pool-bytes", "1GiB", "--json"});
+  REQUIRE(run.status == kExitOk);
+  CHECK(run.out.find("\"peak_running\":3,") != std::string::npos);
+  CHECK(run.out.find("\"steps\":1,") != std::string::npos);
+}
+
+TEST_CASE("issue 14.11: one prefix, whole numbers, duplicate keys, gen --out -") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", "stray"}, {"replay", "--frobnicate"}, {"gen", "x"}}) {
+    const Run run = cli(args);
+    CHECK(run.status == kExitUsage);
+    CHECK(one_line(run.err));
+    CHECK(run.err.starts_with("radixkv " + args[0] + ": "));
+    CHECK(run.err.find("radixkv " + args[0] + ": radixkv") == std::string::npos);
+  }
+  const fs::path big = scratch(
+      "big_int.jsonl",
+      R"({"timestamp": 0, "input_length": 99999999999999999999, "output_length": 5, "hash_ids": [1]})");
+  const Run whole = cli({"replay", "--trace", big.string()});
+  CHECK(whole.err.find("\"input_length\" is 99999999999999999999, outside [1, 16777216]") !=
+        std::string::npos);
+  CHECK(whole.err.find("whole number") == std::string::npos);
+  const fs::path twice = scratch(
+      "twice.jsonl",
+      R"({"timestamp": 0, "input_length": 600, "input_length": 6, "output_length": 5, "hash_ids": [1, 2]})");
+  const Run duplicate = cli({"replay", "--trace", twice.string()});
+  CHECK(duplicate.status == kExitFailure);
+  CHECK(duplicate.err.find(twice.string() + ":1: the key \"input_length\" appears twice") !=
+        std::string::npos);
+  // gen --out - writes to standard output, and no file named "-".
+  const fs::path cwd = fs::current_path();
+  fs::current_path(scratch("x", "").parent_path());
+  const Run dash = cli({"gen", "--conversations", "3", "--out", "-"});
+  CHECK(!fs::exists("-"));
+  fs::current_path(cwd);
+  CHECK(dash.status == kExitOk);
+  CHECK(dash.out == cli({"gen", "--conversations", "3"}).out);
+  CHECK(dash.out.starts_with("{\"radixkv_trace\":1"));
 }

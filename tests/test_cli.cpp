@@ -1,16 +1,21 @@
 // The radixkv command line: flags, exit statuses, reports, the sweep plot, and the real binary.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "eviction/policy_registry.h"
+#include "radixkv/version.h"
+#include "tests/cli_runs.h"
 #include "tools/cli/cli.h"
-#include "tools/trace/json_reader.h"
 #include "tools/trace/units.h"
 
 namespace fs = std::filesystem;
@@ -18,16 +23,8 @@ using namespace radixkv::tools;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-Run cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int status = run_cli(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using Run = radixkv::testing::CliRun;
+const auto cli = radixkv::testing::run_cli;
 
 // One scratch folder per test process, removed when the process ends.
 const fs::path& scratch_dir() {
@@ -111,6 +108,27 @@ TEST_CASE("cli: every command has --help") {
   CHECK(cli({"replay", "--help"}).out.find("--capacity-tokens") != std::string::npos);
 }
 
+TEST_CASE("cli: replay --help lists every registered policy with its parameters and defaults") {
+  const std::string help = cli({"replay", "--help"}).out;
+  for (const radixkv::PolicyInfo& policy : radixkv::policy_registry()) {
+    CAPTURE(policy.name);
+    CHECK(help.find("  " + std::string(policy.name) + " ") != std::string::npos);
+    for (const radixkv::PolicyParameter& p : policy.parameters) {
+      CHECK(help.find(std::string(p.key) + "=" + std::string(p.unit)) != std::string::npos);
+    }
+  }
+  CHECK(help.find("protected=FRACTION") != std::string::npos);
+  CHECK(help.find("[0.8]") != std::string::npos);
+  CHECK(help.find("retention=SECONDS") != std::string::npos);
+  CHECK(help.find("[inf]") != std::string::npos);
+}
+
+TEST_CASE("cli: --version prints the project's version") {
+  const Run run = cli({"--version"});
+  CHECK(run.status == kExitOk);
+  CHECK(run.out == std::string("radixkv ") + RADIXKV_VERSION_STRING + "\n");
+}
+
 TEST_CASE("cli: a missing or malformed trace exits 1 with file and line") {
   Run run = cli({"replay", "--trace", "/nonexistent/trace.jsonl"});
   CHECK(run.status == kExitFailure);
@@ -126,26 +144,27 @@ TEST_CASE("cli: a missing or malformed trace exits 1 with file and line") {
 
   run = cli({"replay", "--trace", bad.string(), "--skip-bad", "--json"});
   CHECK(run.status == kExitOk);
-  const JsonValue report = parse_json(run.out);
-  CHECK(report.find("skipped_records")->as_int() == 1);
-  CHECK(report.find("requests")->as_int() == 3);
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  CHECK(report["skipped_records"] == 1);
+  CHECK(report["requests"] == 3);
 }
 
 TEST_CASE("cli: --json prints one object with the documented keys") {
   const fs::path trace = temp_file("small.jsonl", kSmallTrace);
   const Run run = cli({"replay", "--trace", trace.string(), "--page-tokens", "16", "--json"});
   REQUIRE(run.status == kExitOk);
-  const JsonValue report = parse_json(run.out);  // throws unless the whole output is one value
+  // parse() throws unless the whole output is one JSON value.
+  const nlohmann::json report = nlohmann::json::parse(run.out);
   for (const char* key : {"hit_rate", "requests", "input_tokens", "hit_tokens", "evictions",
                           "pages_leaked", "wall_seconds", "peak_cached_bytes", "admit_us"}) {
     CAPTURE(key);
-    CHECK(report.find(key) != nullptr);
+    CHECK(report.contains(key));
   }
   // Request 1 = request 0's 64 tokens + 16 answer tokens + 32: the 64 (4 pages of 16) hit.
-  CHECK(report.find("requests")->as_int() == 2);
-  CHECK(report.find("input_tokens")->as_int() == 64 + 112);
-  CHECK(report.find("hit_tokens")->as_int() == 64);
-  CHECK(report.find("pages_leaked")->as_int() == 0);
+  CHECK(report["requests"] == 2);
+  CHECK(report["input_tokens"] == 64 + 112);
+  CHECK(report["hit_tokens"] == 64);
+  CHECK(report["pages_leaked"] == 0);
 }
 
 TEST_CASE("cli: capacity from bytes uses the model preset") {
@@ -153,10 +172,10 @@ TEST_CASE("cli: capacity from bytes uses the model preset") {
   // llama-3-8b: 128 KiB per token, so 16 MiB = 128 tokens = 8 pages of 16.
   const Run run = cli({"replay", "--trace", trace.string(), "--cache-bytes", "16MiB", "--json"});
   REQUIRE(run.status == kExitOk);
-  CHECK(parse_json(run.out).find("capacity_pages")->as_int() == 8);
+  CHECK(nlohmann::json::parse(run.out)["capacity_pages"] == 8);
   const Run qwen = cli({"replay", "--trace", trace.string(), "--cache-bytes", "16MiB", "--model",
                         "qwen2.5-7b", "--json"});
-  CHECK(parse_json(qwen.out).find("capacity_tokens")->as_int() == 16 * 1024 / 56 / 16 * 16);
+  CHECK(nlohmann::json::parse(qwen.out)["capacity_tokens"] == 16 * 1024 / 56 / 16 * 16);
 }
 
 TEST_CASE("cli: --sweep prints a table and writes an SVG with one line per policy") {
@@ -178,7 +197,7 @@ TEST_CASE("cli: --sweep prints a table and writes an SVG with one line per polic
   const Run json = cli({"replay", "--trace", trace.string(), "--sweep", "64,1e4", "--plot",
                         plot.string(), "--json"});
   REQUIRE(json.status == kExitOk);
-  CHECK(parse_json(json.out).find("runs")->items().size() == 2);
+  CHECK(nlohmann::json::parse(json.out)["runs"].size() == 2);
 }
 
 TEST_CASE("cli: gen writes the same file for the same seed") {
@@ -208,27 +227,77 @@ TEST_CASE("cli: the built binary runs the default trace and exits non-zero on er
 }
 
 TEST_CASE("cli units: sizes with units, counts in plain or scientific notation") {
-  CHECK(parse_size("512MiB", "--x") == 512ull << 20);
-  CHECK(parse_size("8GiB", "--x") == 8ull << 30);
-  CHECK(parse_size("1.5GiB", "--x") == 3ull << 29);
-  CHECK(parse_size("40GB", "--x") == 40'000'000'000ull);
-  CHECK(parse_size("4KB", "--x") == 4000);
-  CHECK(parse_size("1e9", "--x") == 1'000'000'000ull);
-  CHECK(parse_size("2TiB", "--x") == 2ull << 40);
-  CHECK(parse_size("100B", "--x") == 100);
-  for (const char* bad : {"", "GiB", "8 GiB", "8gib", "-1GiB", "eight", "1e30GiB"}) {
+  CHECK(parse_size("512MiB") == 512ull << 20);
+  CHECK(parse_size("8GiB") == 8ull << 30);
+  CHECK(parse_size("1.5GiB") == 3ull << 29);
+  CHECK(parse_size("40GB") == 40'000'000'000ull);
+  CHECK(parse_size("4KB") == 4000);
+  CHECK(parse_size("1e9") == 1'000'000'000ull);
+  CHECK(parse_size("2TiB") == 2ull << 40);
+  CHECK(parse_size("100B") == 100);
+  for (const char* bad : {"", "GiB", "8 GiB", "8gib", "-1GiB", "eight", "1e30GiB", "16EiB"}) {
     CAPTURE(bad);
-    CHECK_THROWS_WITH_AS(parse_size(bad, "--cache-bytes"), doctest::Contains("--cache-bytes"),
-                         UsageError);
+    CHECK_THROWS_AS(parse_size(bad), UsageError);
+    // The command line names the flag around the reason.
+    const Run run = cli({"replay", "--cache-bytes", bad});
+    CHECK(run.status == kExitUsage);
+    CHECK(run.err.find("--cache-bytes") != std::string::npos);
   }
-  CHECK(parse_count("3993", "--x") == 3993);
-  CHECK(parse_count("1e6", "--x") == 1'000'000);
-  CHECK(parse_count("2.5e3", "--x") == 2500);
-  for (const char* bad : {"", "1.5", "-3", "0x10", "1e6k", "nan", "inf"}) {
+  CHECK(parse_count("3993") == 3993);
+  CHECK(parse_count("1e6") == 1'000'000);
+  CHECK(parse_count("2.5e3") == 2500);
+  for (const char* bad : {"", "1.5", "-3", "0x10", "1e6k", "nan", "inf", "1e19"}) {
     CAPTURE(bad);
-    CHECK_THROWS_WITH_AS(parse_count(bad, "--capacity-tokens"),
-                         doctest::Contains("--capacity-tokens"), UsageError);
+    CHECK_THROWS_AS(parse_count(bad), UsageError);
+    const Run run = cli({"replay", "--capacity-tokens", bad});
+    CHECK(run.status == kExitUsage);
+    CHECK(run.err.find("--capacity-tokens") != std::string::npos);
   }
   CHECK(has_byte_unit("8GiB"));
   CHECK(!has_byte_unit("1e6"));
+}
+
+TEST_CASE("cli: --json stays valid JSON for a trace path that is not UTF-8") {
+  // A file name may hold any bytes but '/' and NUL; the report still has to parse.
+  const fs::path trace = scratch_dir() / "caf\xe9-\xff.jsonl";
+  fs::create_directories(scratch_dir());
+  std::ofstream(trace) << kSmallTrace;
+  const Run run = cli({"replay", "--trace", trace.string(), "--json"});
+  REQUIRE(run.status == kExitOk);
+  const nlohmann::json report = nlohmann::json::parse(run.out);  // throws on invalid UTF-8
+  const std::string name = report["trace"];
+  CHECK(name.ends_with("caf\xef\xbf\xbd-\xef\xbf\xbd.jsonl"));  // each stray byte is U+FFFD
+  const Run sweep = cli({"replay", "--trace", trace.string(), "--json", "--sweep", "64,128",
+                         "--plot", (scratch_dir() / "p.svg").string()});
+  REQUIRE(sweep.status == kExitOk);
+  CHECK(nlohmann::json::parse(sweep.out)["runs"].size() == 2);
+}
+
+TEST_CASE("cli: --trace - reads standard input, a pipe, or process substitution") {
+  const fs::path trace = temp_file("stdin.jsonl", kSmallTrace);
+  const std::string binary = RADIXKV_BINARY;
+  const auto output_of = [](const std::string& command) {
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    while (const std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+    CHECK(::pclose(pipe) == 0);
+    return out;
+  };
+  const std::string from_file = output_of(binary + " replay --json --trace " + trace.string());
+  const auto hits = [](const std::string& json) {
+    return nlohmann::json::parse(json)["hit_tokens"].get<uint64_t>();
+  };
+  REQUIRE(!from_file.empty());
+  CHECK(hits(output_of(binary + " replay --json --trace - < " + trace.string())) ==
+        hits(from_file));
+  CHECK(hits(output_of("cat " + trace.string() + " | " + binary + " replay --json --trace -")) ==
+        hits(from_file));
+  CHECK(hits(output_of("bash -c '" + binary + " replay --json --trace <(cat " + trace.string() +
+                       ")'")) == hits(from_file));
+  // The format is guessed from standard input too, and errors name it.
+  const std::string error =
+      output_of("echo '{\"hello\": 1}' | " + binary + " replay --trace - 2>&1 >/dev/null; true");
+  CHECK(error.find("standard input:1: cannot tell the trace format") != std::string::npos);
 }

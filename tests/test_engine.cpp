@@ -4,6 +4,8 @@
 // the JSON report's keys.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 
 #include "tools/cli/cli.h"
 #include "tools/replay/engine_replay.h"
-#include "tools/trace/json_reader.h"
 #include "tools/trace/trace_generator.h"
 #include "tools/trace/trace_reader.h"
 
@@ -32,7 +33,6 @@ Trace two_turns() {
   TraceBuilder builder(trace);
   TraceRequest first;
   first.output_tokens = 32;
-  first.answer_key = content_key(ContentDomain::kAnswer, 0, 0);
   const Segment opening{content_key(ContentDomain::kNative, 0, 1), 64};
   builder.add(first, {&opening, 1});
   TraceRequest second;
@@ -40,7 +40,6 @@ Trace two_turns() {
   second.arrival_s = 1000;
   second.parent = 0;
   second.output_tokens = 8;
-  second.answer_key = content_key(ContentDomain::kAnswer, 0, 1);
   const Segment message{content_key(ContentDomain::kNative, 0, 2), 16};
   builder.add(second, {&message, 1});
   return trace;
@@ -212,20 +211,19 @@ TEST_CASE("engine: --json carries the issue's keys, and the no-cache run beside 
                           "--pool-bytes", "8GiB", "--schedule", "share"});
   std::filesystem::remove(path);
   REQUIRE(run.status == kExitOk);
-  const JsonValue json = parse_json(run.out);
+  const nlohmann::json json = nlohmann::json::parse(run.out);
   for (const char* key : {"hit_rate", "requests", "pages_leaked", "preemptions", "ttft_p50_seconds",
                           "ttft_p99_seconds", "output_tokens_per_second"}) {
     CAPTURE(key);
-    REQUIRE(json.find(key) != nullptr);
-    CHECK(json.find(key)->is_number());
+    REQUIRE(json.contains(key));
+    CHECK(json[key].is_number());
   }
-  CHECK(json.find("mode")->as_string() == "engine");
-  CHECK(json.find("schedule")->as_string() == "share");
-  CHECK(json.find("pages_leaked")->as_int() == 0);
-  CHECK(json.find("hit_rate")->as_double() > 0);
-  const JsonValue* plain = json.find("no_cache");
-  REQUIRE(plain != nullptr);
-  REQUIRE(plain->is_object());
-  CHECK(plain->find("hit_rate")->as_double() == 0);
-  CHECK(plain->find("ttft_p99_seconds")->as_double() >= json.find("ttft_p50_seconds")->as_double());
+  CHECK(json["mode"] == "engine");
+  CHECK(json["schedule"] == "share");
+  CHECK(json["pages_leaked"] == 0);
+  CHECK(json["hit_rate"].get<double>() > 0);
+  const nlohmann::json& plain = json["no_cache"];
+  REQUIRE(plain.is_object());
+  CHECK(plain["hit_rate"].get<double>() == 0);
+  CHECK(plain["ttft_p99_seconds"].get<double>() >= json["ttft_p50_seconds"].get<double>());
 }

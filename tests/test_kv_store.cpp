@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kv_store/page_pool.h"
 
@@ -90,4 +93,102 @@ TEST_CASE("releasing a list is all or nothing, also when a page is listed more o
   REQUIRE(pool.allocate(4, again));
   std::sort(again.begin(), again.end());
   CHECK(std::adjacent_find(again.begin(), again.end()) == again.end());  // no page handed out twice
+}
+
+TEST_CASE("partitions take contiguous ranges of one pool's ids and keep their own free lists") {
+  const KvLayout layout{1, 1, 8, 2, 4};
+  PagePool pool(layout, 10, make_host_backend());
+  PagePool a(pool, 4);
+  PagePool b(pool, 3);
+  CHECK(a.first_page() == 0);
+  CHECK(a.end_page() == 4);
+  CHECK(b.first_page() == 4);
+  CHECK(b.end_page() == 7);
+  // The parent holds every lent page once; what is left is its own.
+  CHECK(pool.free_pages() == 3);
+  for (PageId p = 0; p < 7; ++p) CHECK(pool.refcount(p) == 1);
+  CHECK(pool.refcount(7) == 0);
+
+  // Each allocates only its own ids, first id first, and knows no other.
+  std::vector<PageId> from_a, from_b;
+  REQUIRE(a.allocate(4, from_a));
+  REQUIRE(b.allocate(2, from_b));
+  CHECK(from_a == std::vector<PageId>{0, 1, 2, 3});
+  CHECK(from_b == std::vector<PageId>{4, 5});
+  CHECK_FALSE(a.allocate(1, from_a));
+  CHECK(a.contains(3));
+  CHECK_FALSE(a.contains(4));
+  CHECK_FALSE(b.contains(3));
+  CHECK(b.contains(6));
+  CHECK_FALSE(b.contains(7));
+  CHECK_THROWS_WITH_AS(b.release(PageId{3}), doctest::Contains("not in this pool (pages [4, 7))"),
+                       std::logic_error);
+  CHECK_THROWS_WITH_AS(a.refcount(5), doctest::Contains("page 5 is not in this pool"),
+                       std::logic_error);
+
+  // One storage: a partition's page is the parent's page of the same id.
+  for (PageId p : from_a) std::memset(a.host_bytes(p).data(), static_cast<int>(p + 1), 128);
+  for (PageId p : from_b) std::memset(b.host_bytes(p).data(), static_cast<int>(p + 1), 128);
+  for (PageId p : {0u, 3u, 4u, 5u}) {
+    CHECK(pool.host_bytes(p).data() == (p < 4 ? a : b).host_bytes(p).data());
+    for (std::byte byte : pool.host_bytes(p)) REQUIRE(std::to_integer<uint32_t>(byte) == p + 1);
+  }
+  a.release(from_a);
+  b.release(from_b);
+  CHECK(a.free_pages() == 4);
+  CHECK(b.free_pages() == 3);
+  CHECK(pool.free_pages() == 3);  // still lent
+}
+
+TEST_CASE("a partition gives its pages back when destroyed, and bad partitions are refused") {
+  PagePool pool(KvLayout{1, 1, 8, 2, 4}, 6);
+  {
+    PagePool a(pool, 2);
+    PagePool b(pool, 4);
+    CHECK(pool.free_pages() == 0);
+    CHECK_THROWS_WITH_AS(PagePool(pool, 1), doctest::Contains("the 0 pages not yet lent"),
+                         std::invalid_argument);
+  }
+  CHECK(pool.free_pages() == 6);
+  for (PageId p = 0; p < 6; ++p) CHECK(pool.refcount(p) == 0);
+  // All back: the pool splits afresh from its first id.
+  CHECK(PagePool(pool, 6).first_page() == 0);
+
+  CHECK_THROWS_WITH_AS(PagePool(pool, 0), doctest::Contains("between 1 and the 6 pages"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(PagePool(pool, 7), doctest::Contains("got 7"), std::invalid_argument);
+  std::vector<PageId> held;
+  REQUIRE(pool.allocate(1, held));  // in use by someone
+  const std::string in_use = fmt::format("page {} is in use", held[0]);
+  CHECK_THROWS_WITH_AS(PagePool(pool, 6), doctest::Contains(in_use.c_str()), std::logic_error);
+  CHECK(pool.free_pages() == 5);  // the refused partition took nothing
+  pool.release(held);
+
+  const PagePool::Claim claim(pool, "a runtime");
+  CHECK_THROWS_WITH_AS(PagePool(pool, 2), doctest::Contains("a runtime uses"), std::logic_error);
+}
+
+TEST_CASE("a pool is claimed by one owner at a time, and only while all its pages are free") {
+  PagePool pool(KvLayout{1, 1, 8, 2, 4}, 4);
+  {
+    const PagePool::Claim first(pool, "first");
+    CHECK_THROWS_WITH_AS(PagePool::Claim(pool, "second"),
+                         doctest::Contains("second: its PagePool already serves another runtime"),
+                         std::logic_error);
+  }
+  { const PagePool::Claim again(pool, "again"); }  // released with the first claim
+
+  std::vector<PageId> held;
+  REQUIRE(pool.allocate(1, held));
+  CHECK_THROWS_WITH_AS(PagePool::Claim(pool, "busy"),
+                       doctest::Contains("busy: 1 of its PagePool's 4 pages are in use"),
+                       std::logic_error);
+  pool.release(held);
+  {
+    PagePool part(pool, 2);
+    CHECK_THROWS_WITH_AS(PagePool::Claim(pool, "lent"), doctest::Contains("(lent to partitions)"),
+                         std::logic_error);
+    const PagePool::Claim on_part(part, "on a partition");
+  }
+  const PagePool::Claim last(pool, "last");
 }

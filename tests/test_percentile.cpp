@@ -83,7 +83,6 @@ TEST_CASE("percentile: the engine's TTFT percentiles by nearest rank, worked out
     r.id = i;
     r.arrival_s = 1000.0 * static_cast<double>(i);
     r.output_tokens = 1;
-    r.answer_key = content_key(ContentDomain::kAnswer, 0, i);
     const Segment prompt{content_key(ContentDomain::kNative, 0, 100 + i), 16 * (ks[i] + 1)};
     builder.add(r, {&prompt, 1});
   }

@@ -3,7 +3,10 @@
 // driven through the radix tree in test_policies_tree.cpp.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -14,6 +17,7 @@
 #include "eviction/gdsf_policy.h"
 #include "eviction/lfu_policy.h"
 #include "eviction/lru_policy.h"
+#include "eviction/policy_registry.h"
 #include "eviction/priority_policy.h"
 #include "eviction/reuse_policy.h"
 #include "eviction/sieve_policy.h"
@@ -196,4 +200,35 @@ TEST_CASE("make_policy names the spec and the problem in its errors") {
     const std::string message = thrown_by(c.spec);
     CHECK_MESSAGE(message.find(c.expected) != std::string::npos, message);
   }
+}
+
+TEST_CASE("the policy registry: one entry per name, defaults applied, help from the table") {
+  const auto registry = policy_registry();
+  REQUIRE(registry.size() == policy_names().size());
+  for (std::size_t i = 0; i < registry.size(); ++i) {
+    const PolicyInfo& info = registry[i];
+    CAPTURE(info.name);
+    CHECK(policy_names()[i] == info.name);
+    CHECK_FALSE(info.summary.empty());
+    // make_policy fills in each default: NAME alone builds what NAME:key=default builds.
+    std::string spec(info.name);
+    for (std::size_t k = 0; k < info.parameters.size(); ++k) {
+      const double v = info.parameters[k].default_value;
+      spec += fmt::format("{}{}={}", k == 0 ? ":" : ",", info.parameters[k].key,
+                          std::isinf(v) ? std::string("inf") : fmt::format("{}", v));
+    }
+    CHECK(make_policy(spec)->name() == info.name);
+    CHECK(info.make(std::vector<double>(info.parameters.size(), 0.5))->name() == info.name);
+  }
+  const std::string help = policy_help();
+  CHECK(help.find("  gdsf ") != std::string::npos);
+  CHECK(help.find("    depth_pages=PAGES") != std::string::npos);
+  CHECK(help.find("[1024]") != std::string::npos);
+  // The defaults really are the ones make_policy uses.
+  EvictionEntry e;
+  e.prefix_pages = 1024;
+  e.pages = 0;
+  CHECK(dynamic_cast<GdsfPolicy&>(*make_policy("gdsf")).cost_per_page(e) == doctest::Approx(2.0));
+  CHECK(dynamic_cast<PriorityPolicy&>(*make_policy("priority")).retention_seconds() ==
+        PriorityPolicy::kForever);
 }

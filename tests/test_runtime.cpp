@@ -280,9 +280,10 @@ TEST_CASE("bad arguments are refused before anything changes") {
   CHECK(f.runtime.view(a.seq).computed_tokens == 5);
   f.runtime.check_accounting();
 
-  CHECK_THROWS_AS(PrefixCacheRuntime(f.pool, RuntimeConfig{0, 0.5, 0.9, "lru"}),
+  PagePool other(KvLayout{1, 1, 4, 2, 4}, 64);  // f.pool serves f.runtime: one runtime per pool
+  CHECK_THROWS_AS(PrefixCacheRuntime(other, RuntimeConfig{0, 0.5, 0.9, "lru"}),
                   std::invalid_argument);
-  CHECK_THROWS_AS(PrefixCacheRuntime(f.pool, RuntimeConfig{0, 0.95, 0.85, "nope"}),
+  CHECK_THROWS_AS(PrefixCacheRuntime(other, RuntimeConfig{0, 0.95, 0.85, "nope"}),
                   std::invalid_argument);
   f.runtime.abort(a.seq);
 }

@@ -78,7 +78,7 @@ struct Workload {
         page_tokens, pool_pages, to_string(config.policy), config.share_prefixes ? "+share" : "",
         config.use_cache ? "" : " without cache", config.max_running, config.chunk_tokens,
         config.lpm_max_queue, config.scan_limit, config.starve_steps, config.max_preemptions,
-        runtime.policy, runtime.high_watermark, runtime.low_watermark);
+        runtime.policy.spec(), runtime.high_watermark, runtime.low_watermark);
   }
 };
 

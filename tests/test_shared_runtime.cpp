@@ -1,10 +1,15 @@
 // SharedRuntime under contention: several threads admit, commit, decode, finish and abort at once
-// over namespaces that land on different shards. Run under ThreadSanitizer in CI
-// (RADIXKV_SANITIZE=thread); here it checks that the shards end consistent and leak nothing.
+// over namespaces that land on different shards, over one pool (with host memory, so pages' bytes
+// are written and read back). Run under ThreadSanitizer in CI (RADIXKV_SANITIZE=thread); here it
+// checks that the shards end consistent, leak nothing and hand out each page id once.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 #include <random>
+#include <set>
+#include <span>
 #include <thread>
 
 #include "runtime/shared_runtime.h"
@@ -150,4 +155,137 @@ TEST_CASE("SharedRuntime: shards split the pool and the budget exactly, remainde
   }
   CHECK_THROWS_WITH_AS(SharedRuntime(layout, 10, 3).shard_size(3),
                        doctest::Contains("shard 3 of 3"), std::out_of_range);
+}
+
+namespace {
+
+// What a page of KV holds in the tests below: a function of the namespace and the tokens up to
+// the page's end, as real KV is a function of its prefix. A page cached for a prefix holds the
+// same bytes whoever computed it, so a reader can check every page it reuses.
+std::byte page_byte(Namespace ns, std::span<const TokenId> prefix, std::size_t i) {
+  uint64_t h = 0x9E3779B97F4A7C15ull * (ns + 1);
+  for (TokenId t : prefix) h = (h ^ static_cast<uint32_t>(t)) * 0x100000001B3ull;
+  return static_cast<std::byte>((h >> 24) + i * 131);
+}
+
+constexpr uint32_t kPageTokens = 4;
+const KvLayout kBytesLayout{1, 1, 4, 2, kPageTokens};  // 64-byte pages
+
+struct PageUse {
+  std::map<PageId, uint32_t> shard_of_page;  // every page id seen, and the shard that gave it
+  uint64_t checked_pages = 0;                // reused pages whose bytes were read back
+  uint64_t problems = 0;                     // bytes that differ, pages seen in two shards
+};
+
+// Requests as an engine serves them: admit under the shard's lock; then, outside it, read the
+// reused pages and write the computed ones through the pool's host memory; then commit and
+// finish.
+void serve_with_bytes(SharedRuntime& cache, PagePool& pool, uint64_t seed, PageUse& use) {
+  std::mt19937_64 rng(seed);
+  std::vector<TokenId> prompt;
+  for (int r = 0; r < 600; ++r) {
+    const Namespace ns = rng() % 12;
+    prompt.assign(16 + 4 * (rng() % 3), static_cast<TokenId>(ns * 100 + rng() % 2));
+    for (uint64_t i = 0, n = 1 + rng() % 12; i < n; ++i) {
+      prompt.push_back(static_cast<TokenId>(rng() % 3));
+    }
+    const SharedAdmit admitted = cache.admit({static_cast<uint64_t>(r), ns, prompt});
+    if (!admitted.ok()) continue;
+    const std::span<const TokenId> tokens(prompt);
+    for (std::size_t i = 0; i < admitted.block_table.size(); ++i) {
+      const PageId page = admitted.block_table[i];
+      use.shard_of_page.emplace(page, admitted.handle.shard);
+      if (use.shard_of_page[page] != admitted.handle.shard) ++use.problems;
+      const std::span<std::byte> bytes = pool.host_bytes(page);
+      const auto prefix = tokens.first(std::min(tokens.size(), (i + 1) * kPageTokens));
+      if (i < admitted.reused_tokens / kPageTokens) {
+        for (std::size_t b = 0; b < bytes.size(); ++b) {
+          if (bytes[b] != page_byte(ns, prefix, b)) ++use.problems;
+        }
+        ++use.checked_pages;
+      } else {
+        for (std::size_t b = 0; b < bytes.size(); ++b) bytes[b] = page_byte(ns, prefix, b);
+      }
+    }
+    cache.commit(admitted.handle, static_cast<uint32_t>(prompt.size()));
+    if (rng() % 4 == 0) {
+      cache.abort(admitted.handle);
+    } else {
+      cache.finish(admitted.handle);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("SharedRuntime over one host pool: threads read back every reused page's bytes") {
+  // Label `threads`: under TSan this checks that the shards' page allocation, over partitions of
+  // one pool, and the engine's reads and writes of page bytes outside the locks do not race.
+  for (uint32_t shards : {1u, 3u}) {
+    CAPTURE(shards);
+    PagePool pool(kBytesLayout, 150, make_host_backend());
+    std::vector<PageUse> uses(kThreads);
+    {
+      SharedRuntime cache(pool, shards);
+      CHECK(pool.free_pages() == 0);  // every page lent to the shards
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back(serve_with_bytes, std::ref(cache), std::ref(pool), 77 + t,
+                             std::ref(uses[static_cast<std::size_t>(t)]));
+      }
+      for (auto& thread : threads) thread.join();
+      CHECK(cache.check() == 0);
+      CHECK(cache.stats().reused_tokens > 0);
+    }
+    CHECK(pool.free_pages() == 150);  // the shards gave the pool back
+
+    // Page ids are the pool's, and each belongs to one shard only.
+    std::map<PageId, uint32_t> shard_of_page;
+    uint64_t checked = 0;
+    for (const PageUse& use : uses) {
+      CHECK(use.problems == 0);
+      checked += use.checked_pages;
+      for (const auto& [page, shard] : use.shard_of_page) {
+        CHECK(page < 150);
+        CHECK(shard_of_page.emplace(page, shard).first->second == shard);
+      }
+    }
+    CHECK(checked > 100);
+    std::set<uint32_t> shards_seen;
+    for (const auto& [page, shard] : shard_of_page) shards_seen.insert(shard);
+    CHECK(shards_seen.size() == shards);
+  }
+}
+
+TEST_CASE("SharedRuntime over a caller's pool: shards split its ids exactly, remainders first") {
+  // 10 pages over 3 shards: ids [0, 4), [4, 7), [7, 10). Each shard caches up to its own pages.
+  PagePool pool(kBytesLayout, 10);
+  SharedRuntime cache(pool, 3, RuntimeConfig{0, 1.0, 1.0, "lru"});
+  const std::vector<std::pair<PageId, PageId>> ranges = {{0, 4}, {4, 7}, {7, 10}};
+  for (uint32_t shard = 0; shard < 3; ++shard) {
+    Namespace ns = 0;
+    while (cache.shard_of(ns) != shard) ++ns;
+    const std::vector<TokenId> prompt(4 * 4 + 1, static_cast<TokenId>(ns));  // 5 pages
+    const SharedAdmit refused = cache.admit({1, ns, prompt});
+    CHECK(refused.status == RuntimeStatus::kTooLarge);                    // no shard holds 5 pages
+    const std::vector<TokenId> fits(prompt.begin(), prompt.begin() + 9);  // 3 pages
+    const SharedAdmit admitted = cache.admit({2, ns, fits});
+    REQUIRE(admitted.ok());
+    for (PageId page : admitted.block_table) {
+      CHECK(page >= ranges[shard].first);
+      CHECK(page < ranges[shard].second);
+    }
+    cache.finish(admitted.handle);
+  }
+  CHECK(cache.check() == 0);
+
+  // The pool serves the SharedRuntime: no runtime of its own, no second SharedRuntime.
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime{pool}, doctest::Contains("lent to partitions"),
+                       std::logic_error);
+  CHECK_THROWS_WITH_AS(SharedRuntime(pool, 2), doctest::Contains("not yet lent"),
+                       std::invalid_argument);
+  PagePool claimed(kBytesLayout, 8);
+  const PrefixCacheRuntime runtime(claimed);
+  CHECK_THROWS_WITH_AS(SharedRuntime(claimed, 2), doctest::Contains("a runtime uses"),
+                       std::logic_error);
 }

@@ -186,7 +186,7 @@ TEST_CASE("agentic folder: sessions merged by their own clocks, ids kept apart p
   const TraceError e = trace_error([&] { read_trace(dir.path); });
   CHECK(e.file() == (dir.path / "c.json").string());
   CHECK(e.line() == 2);
-  CHECK(read_trace(dir.path, {std::nullopt, true}).skipped_records == 1);
+  CHECK(read_trace(dir.path, {std::nullopt, true, std::nullopt}).skipped_records == 1);
 }
 
 TEST_CASE("native: parents, answers, namespaces, priorities") {
@@ -214,7 +214,7 @@ TEST_CASE("native: parents, answers, namespaces, priorities") {
   // A regenerated turn has the same prompt, and its own answer.
   CHECK(r12 == r13);
   CHECK(std::equal(r13.begin(), r13.end(), r14.begin()));
-  CHECK(trace.requests[2].answer_key != trace.requests[3].answer_key);
+  CHECK(answer_key(trace.requests[2]) != answer_key(trace.requests[3]));
 }
 
 TEST_CASE("native: malformed records") {
@@ -259,7 +259,7 @@ TEST_CASE("read_trace: format guessing and file errors") {
       trace_error([&] { read_trace(dir.path / "missing.jsonl"); }).reason().find("no such file") !=
       std::string::npos);
   // An explicit format wins over the guess, and then the records must fit it.
-  CHECK_THROWS_AS(read_trace(m, {TraceFormat::kNative, false}), TraceError);
+  CHECK_THROWS_AS(read_trace(m, {TraceFormat::kNative, false, std::nullopt}), TraceError);
 }
 
 TEST_CASE("real sample: Mooncake synthetic trace") {

@@ -6,7 +6,7 @@ target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
 
 radixkv_add_test(test_events
   SOURCES test_event_codec.cpp test_event_batcher.cpp
-  LIBS radixkv_test_events radixkv_xxhash msgpackc-cxx)
+  LIBS radixkv_test_events radixkv::xxhash msgpackc-cxx)
 
 radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp
   LIBS radixkv_events cppzmq Threads::Threads LABELS threads)
@@ -23,7 +23,7 @@ radixkv_add_test(test_router_feed SOURCES test_router_feed.cpp
 # PATH (a pyenv one lacks them).
 find_program(RADIXKV_DEBIAN_PYTHON python3 PATHS /usr/bin NO_DEFAULT_PATH)
 add_library(radixkv_test_process STATIC child_process.cpp)
-target_link_libraries(radixkv_test_process PUBLIC radixkv_options doctest::doctest)
+target_link_libraries(radixkv_test_process PUBLIC doctest::doctest)
 
 radixkv_add_test(test_events_integration SOURCES test_events_integration.cpp
   LIBS radixkv_test_events radixkv_test_process nlohmann_json::nlohmann_json

@@ -2,7 +2,7 @@
 # transformer whose K/V live in pool pages.
 radixkv_add_test(test_runtime
   SOURCES test_runtime.cpp test_runtime_equivalence.cpp runtime_conversation.cpp
-          tiny_transformer.cpp
+          tiny_transformer.cpp test_runtime_api.cpp
   LIBS radixkv_runtime)
 
 # Issue 15: the host tier in the tree (hand-worked cases, the two-tier page oracle, the exclusive

@@ -1,14 +1,21 @@
 # Tests of tools/: trace readers and generator, cache-mode replay, the radixkv command line.
 radixkv_add_test(test_trace
-  SOURCES test_trace_json.cpp test_trace_readers.cpp test_trace_gen.cpp
+  SOURCES test_trace_readers.cpp test_trace_formats.cpp test_trace_gen.cpp
   LIBS radixkv_trace)
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_replay
-  SOURCES test_replay_cache.cpp test_replay_oracle.cpp
+  SOURCES test_replay_cache.cpp test_replay_oracle.cpp test_replay_samples.cpp
   LIBS radixkv_replay)
 target_compile_definitions(test_replay PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_cli SOURCES test_cli.cpp LIBS radixkv_cli)
 target_compile_definitions(test_cli PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
 add_dependencies(test_cli radixkv)
+
+radixkv_add_test(test_cli_budget SOURCES test_cli_budget.cpp LIBS radixkv_cli)
+
+# Generates a 1 GB trace and replays it: minutes, and 1.1 GB in the temp folder.
+radixkv_add_test(test_memory SOURCES test_memory.cpp LABELS slow)
+target_compile_definitions(test_memory PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
+add_dependencies(test_memory radixkv)

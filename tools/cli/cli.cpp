@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <new>
 #include <ostream>
 
+#include "radixkv/version.h"
+#include "tools/cli/activity.h"
 #include "tools/trace/trace.h"
 #include "tools/trace/units.h"
 
@@ -19,7 +22,8 @@ constexpr const char* kUsage =
     "           (with no --trace: the bundled default multi-turn trace)\n"
     "  gen      write a synthetic multi-turn trace in the native format\n"
     "\n"
-    "Run `radixkv <command> --help` for its flags. Traces: docs/trace_format.md.\n";
+    "Run `radixkv <command> --help` (or -h) for its flags, `radixkv --version` for the version.\n"
+    "Traces: docs/trace_format.md.\n";
 
 }  // namespace
 
@@ -31,9 +35,16 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
   }
   const std::string& command = args[0];
   const auto rest = args.subspan(1);
+  // Every message below carries the prefix once; what is thrown carries none.
+  const std::string prefix = fmt::format("radixkv {}: ", command);
+  set_command_name(command);
   try {
     if (command == "--help" || command == "-h" || command == "help") {
       out << kUsage;
+      return kExitOk;
+    }
+    if (command == "--version" || command == "version") {
+      out << "radixkv " << kVersion << "\n";
       return kExitOk;
     }
     if (command == "gen") return run_gen(rest, out, err);
@@ -41,13 +52,16 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     err << fmt::format("radixkv: unknown command '{}'\n\n{}", command, kUsage);
     return kExitUsage;
   } catch (const UsageError& e) {
-    err << "radixkv " << command << ": " << e.what() << "\n";
+    err << prefix << e.what() << "\n";
     return kExitUsage;
   } catch (const TraceError& e) {
-    err << "radixkv " << command << ": bad trace: " << e.what() << "\n";
+    err << prefix << "bad trace: " << e.what() << "\n";
+    return kExitFailure;
+  } catch (const std::bad_alloc&) {
+    err << out_of_memory_message() << "\n";
     return kExitFailure;
   } catch (const std::exception& e) {
-    err << "radixkv " << command << ": error: " << e.what() << "\n";
+    err << prefix << "error: " << e.what() << "\n";
     return kExitFailure;
   }
 }

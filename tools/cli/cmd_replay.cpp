@@ -1,16 +1,23 @@
-// `radixkv replay`: flags -> trace + cache configuration -> replay(s) -> report, table, plot.
+// `radixkv replay`: flags (and --config) -> a plan (layout, budgets, watermarks, policies) ->
+// the trace -> replay(s) -> report, table, plot.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <ostream>
 
+#include "eviction/policy_registry.h"
 #include "kv_store/page_pool.h"
-#include "tools/cli/args.h"
+#include "tools/cli/activity.h"
+#include "tools/cli/budget.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/config_file.h"
 #include "tools/cli/engine_cli.h"
+#include "tools/cli/flags.h"
+#include "tools/cli/progress_bar.h"
 #include "tools/replay/belady_policy.h"
 #include "tools/replay/cache_replay.h"
 #include "tools/replay/replay_report.h"
@@ -29,282 +36,385 @@ constexpr uint64_t kDefaultCapacityTokens = 1u << 18;  // 32 GiB of llama-3-8b K
 constexpr const char* kDefaultModel = "llama-3-8b";
 constexpr const char* kDefaultPlot = "radixkv-sweep.svg";
 constexpr const char* kDefaultTraceName = "built-in default trace (= `radixkv gen` with no flags)";
+// Watermarks when none are given: cache mode evicts only on demand, engine mode as the runtime.
+constexpr WatermarkFractions kCacheWatermarks{1.0, 1.0};
+constexpr WatermarkFractions kEngineWatermarks{0.95, 0.85};
 
-std::vector<FlagSpec> replay_flags() {
-  return {
-      {"trace", "PATH",
-       "trace file, or a folder of agentic sessions (default: the built-in trace)"},
-      {"format", "NAME", "native, mooncake or agentic (default: guessed from the file)"},
-      {"mode", "NAME", "cache (one request at a time, as published hit-rate curves) or engine"},
-      {"page-tokens", "N", fmt::format("tokens per KV page (default {})", kDefaultPageTokens)},
-      {"capacity-tokens", "N",
-       fmt::format("cache capacity in tokens, e.g. 1e6 (default {})", kDefaultCapacityTokens)},
-      {"cache-bytes", "SIZE", "cache capacity in bytes of KV, e.g. 40GiB (converted with --model)"},
-      {"model", "PRESET",
-       fmt::format("KV layout that converts tokens to bytes (default {}; known: {})", kDefaultModel,
-                   fmt::join(KvLayout::preset_names(), ", "))},
-      {"policy", "NAME",
-       fmt::format("eviction policy (default lru; known: {}, and {}, the offline bound); "
-                   "NAME:key=value sets parameters; with --sweep a comma-separated list draws "
-                   "one line each",
-                   fmt::join(policy_names(), ", "), kBeladyPolicyName)},
-      {"sweep", "CAP,CAP,...",
-       "replay at each capacity (tokens like 1e6, or bytes like 8GiB); prints a table, writes a "
-       "plot"},
-      {"plot", "PATH", fmt::format("where --sweep writes its SVG plot (default {})", kDefaultPlot)},
-      {"json", "", "print one JSON object on stdout instead of the text report"},
-      {"skip-bad", "", "skip malformed trace records (and count them) instead of stopping"},
-      {"no-progress", "", "no progress bar, even on a terminal"},
-      {"help", "", "show this help"},
-  };
-}
+// Budget flags are alternatives: one given on the command line (or in a config table) overrides
+// every other one of them from a lower layer of the config file.
+constexpr std::string_view kBudgetFlags[] = {"--capacity-tokens", "--cache-bytes", "--pool-bytes",
+                                             "--sweep"};
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', start);
-    out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
+constexpr const char* kDescription =
+    "Replays a trace against the radix prefix cache and reports the token-weighted hit rate,\n"
+    "tokens and bytes reused, evictions, peak cached bytes, pages leaked (always 0 unless a\n"
+    "bug), and the speed of the cache. With no --trace it replays the built-in multi-turn\n"
+    "trace; --trace - reads standard input. Cache mode (docs/design.md) replays one request at\n"
+    "a time, caching only prompts, with page-by-page eviction from the policy's victim leaf\n"
+    "(and, with watermarks below 1, batch eviction once the high one is passed). Engine mode\n"
+    "(docs/engine.md) serves the trace with the reference batch scheduler on one KV pool\n"
+    "(--pool-bytes) and a simulated clock, and reports time to first token and throughput with\n"
+    "the cache and without it, side by side. Budget flags may also come from --config FILE\n"
+    "(TOML; docs/trace_format.md), flags winning.";
 
-// A capacity written as tokens (a count) or bytes (a size with a unit), in pages.
-uint64_t capacity_pages(const std::string& text, std::string_view flag, bool bytes,
-                        const KvLayout& layout) {
-  if (bytes) {
-    const uint64_t size = parse_size(text, flag);
-    try {
-      return PagePool::pages_for_bytes(layout, size);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("{}: {}", flag, e.what()));
-    }
-  }
-  const uint64_t tokens = parse_count(text, flag);
-  const uint64_t pages = tokens / layout.page_tokens;
-  if (pages == 0) {
-    throw UsageError(
-        fmt::format("{}: {} tokens hold no page of {} tokens", flag, tokens, layout.page_tokens));
-  }
-  if (pages >= kInvalidPage) {
-    throw UsageError(
-        fmt::format("{}: {} pages is more than 32-bit page ids can name", flag, pages));
-  }
-  return pages;
-}
-
-class ProgressBar {
- public:
-  ProgressBar(std::ostream& err, bool enabled) : err_(err), enabled_(enabled) {}
-  void operator()(std::size_t done, std::size_t total) {
-    if (!enabled_ || total == 0) return;
-    // Redraw at most ten times a second, and always at the end.
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;
-    last_draw_ = now;
-    constexpr int kWidth = 40;
-    const int filled = static_cast<int>(kWidth * done / total);
-    err_ << fmt::format("\r  [{:=<{}}{:<{}}] {:3}%  {}/{} requests", "", filled, "",
-                        kWidth - filled, 100 * done / total, done, total);
-    if (done == total) err_ << "\r" << std::string(kWidth + 40, ' ') << "\r";
-    err_.flush();
-  }
-
- private:
-  std::ostream& err_;
-  bool enabled_;
-  std::chrono::steady_clock::time_point last_draw_{};
+struct ReplayFlags {
+  std::string trace, format, mode = "cache", model = kDefaultModel, policy = "lru";
+  std::string sweep, plot = kDefaultPlot, config;
+  uint64_t page_tokens = kDefaultPageTokens, block_tokens = 0;
+  uint64_t capacity_tokens = kDefaultCapacityTokens, cache_bytes = 0, pool_bytes = 0;
+  std::string high_watermark, low_watermark;
+  bool json = false, skip_bad = false, no_progress = false;
+  EngineFlags engine;
 };
 
-}  // namespace
+void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
+  cli.text("--trace", f.trace, "PATH",
+           "trace file, a folder of agentic sessions, or - for standard input (default: the "
+           "built-in trace)");
+  cli.text("--format", f.format, "NAME",
+           fmt::format("one of {} (default: guessed from the first record)", format_names()));
+  cli.count("--block-tokens", f.block_tokens, "N",
+            fmt::format("tokens per hash id of a mooncake or bailian trace (default {} and {})",
+                        kMooncakeBlockTokens, kBailianBlockTokens),
+            1, kMaxInputTokens);
+  cli.text("--mode", f.mode, "NAME",
+           "cache (one request at a time, as published hit-rate curves) or engine");
+  cli.count("--page-tokens", f.page_tokens, "N",
+            fmt::format("tokens per KV page (default {})", kDefaultPageTokens), 1, kMaxPageTokens);
+  cli.count("--capacity-tokens", f.capacity_tokens, "N",
+            fmt::format("cache capacity in tokens, e.g. 1e6 (default {})", kDefaultCapacityTokens));
+  cli.size("--cache-bytes", f.cache_bytes,
+           "cache capacity in bytes of KV, e.g. 40GiB (converted with --model)");
+  cli.size("--pool-bytes", f.pool_bytes,
+           "engine mode: the KV pool shared by running sequences and the cache, e.g. 40GiB "
+           "(--cache-bytes and --capacity-tokens mean the same there)");
+  const auto threshold = units_validator([](const std::string& v) { parse_threshold(v); });
+  cli.text("--high-watermark", f.high_watermark, "FRACTION|SIZE",
+           "evict once cached pages pass this: a fraction of the budget (0.95) or a size (38GiB); "
+           "default 1 in cache mode (on demand only), 0.95 in engine mode")
+      ->check(threshold);
+  cli.text("--low-watermark", f.low_watermark, "FRACTION|SIZE",
+           "... down to this; default the high one in cache mode, 0.85 in engine mode")
+      ->check(threshold);
+  cli.text("--model", f.model, "PRESET",
+           fmt::format("KV layout that converts tokens to bytes (default {}; known: {})",
+                       kDefaultModel, fmt::join(KvLayout::preset_names(), ", ")));
+  cli.text("--policy", f.policy, "NAME",
+           fmt::format("eviction policy (default lru; known: {}, and {}, the offline bound); "
+                       "NAME:key=value sets parameters; with --sweep a comma-separated list draws "
+                       "one line each",
+                       fmt::join(policy_names(), ", "), kBeladyPolicyName));
+  cli.text("--sweep", f.sweep, "CAP,CAP,...",
+           "replay at each capacity (tokens like 1e6, or bytes like 8GiB); prints a table, writes "
+           "a plot")
+      ->check(units_validator([](const std::string& v) {
+        for (const std::string& item : split_list(v)) {
+          has_byte_unit(item) ? parse_size(item) : parse_count(item);
+        }
+      }));
+  cli.text("--plot", f.plot, "PATH",
+           fmt::format("where --sweep writes its SVG plot (default {})", kDefaultPlot));
+  cli.text("--config", f.config, "FILE",
+           "TOML file of flags without their dashes ([cache] and [engine] tables for one mode)");
+  cli.flag("--json", f.json, "print one JSON object on stdout instead of the text report");
+  cli.flag("--skip-bad", f.skip_bad,
+           "skip malformed trace records (and count them) instead of stopping");
+  cli.flag("--no-progress", f.no_progress, "no progress bar, even on a terminal");
+  declare_engine_flags(cli, f.engine);
+}
 
-int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostream& err,
-               const CliEnvironment& env) {
-  std::vector<FlagSpec> flags = replay_flags();
-  const std::vector<FlagSpec> engine = engine_flags();
-  flags.insert(flags.end() - 1, engine.begin(), engine.end());  // --help stays last
-  const Args args("replay", argv, flags);
-  if (args.has("help")) {
-    out << args.help_text(
-        "radixkv replay [--trace PATH] [--format native|mooncake|agentic] [--mode cache|engine]\n"
-        "                      [--page-tokens N] [--capacity-tokens N | --cache-bytes SIZE]\n"
-        "                      [--model PRESET] [--policy lru] [--json] [--sweep CAP,CAP,...]",
-        "Replays a trace against the radix prefix cache and reports the token-weighted hit rate,\n"
-        "tokens and bytes reused, evictions, peak cached bytes, pages leaked (always 0 unless a\n"
-        "bug), and the speed of the cache. With no --trace it replays the built-in multi-turn\n"
-        "trace. Cache mode follows docs/design.md exactly: one request at a time, only prompts\n"
-        "cached, page-by-page eviction from the least recently used unprotected leaf.\n"
-        "Engine mode (docs/engine.md) serves the trace with the reference batch scheduler on one\n"
-        "KV pool (--pool-bytes) and a simulated clock, and reports time to first token and\n"
-        "throughput with the cache and without it, side by side.");
-    return kExitOk;
+bool is_budget_flag(std::string_view flag) {
+  return std::find(std::begin(kBudgetFlags), std::end(kBudgetFlags), flag) !=
+         std::end(kBudgetFlags);
+}
+
+// Applies --config: its top-level `mode` first (unless --mode was given), then the table of the
+// mode, then the top level, each key only where nothing higher gave that flag. The budget flags
+// count as one: a budget from a higher layer overrides any budget key below it.
+void apply_config(CommandLine& cli, ReplayFlags& f) {
+  const ConfigFile config = read_config(f.config);
+  const auto check_keys = [&](const std::vector<ConfigSetting>& layer, bool top) {
+    for (const ConfigSetting& s : layer) {
+      const std::string flag = "--" + s.key;
+      if (s.key == "mode" ? top : cli.has_flag(flag) && flag != "--config") continue;
+      throw UsageError(fmt::format("--config {}: {} is not a setting of radixkv replay{}", s.origin,
+                                   s.key, s.key == "mode" ? " inside a table" : ""));
+    }
+  };
+  check_keys(config.top, true);
+  for (const auto& [name, layer] : config.tables) {
+    if (name != "cache" && name != "engine") {
+      throw UsageError(fmt::format("--config {}: unknown table [{}] (known: [cache], [engine])",
+                                   config.table_origins.at(name), name));
+    }
+    check_keys(layer, false);
   }
+  for (const ConfigSetting& s : config.top) {
+    if (s.key == "mode") cli.set_if_unset("--mode", s.value, "--config " + s.origin);
+  }
+  bool budget_taken = std::any_of(std::begin(kBudgetFlags), std::end(kBudgetFlags),
+                                  [&](std::string_view flag) { return cli.given(flag); });
+  const auto apply = [&](const std::vector<ConfigSetting>& layer) {
+    bool budget_here = false;
+    for (const ConfigSetting& s : layer) {
+      const std::string flag = "--" + s.key;
+      if (s.key == "mode" || (budget_taken && is_budget_flag(flag))) continue;
+      budget_here = budget_here || is_budget_flag(flag);
+      if (s.value != "false") cli.set_if_unset(flag, s.value, "--config " + s.origin);
+    }
+    budget_taken = budget_taken || budget_here;
+  };
+  if (const auto table = config.tables.find(f.mode); table != config.tables.end()) {
+    apply(table->second);
+  }
+  apply(config.top);
+}
 
-  // Everything about the command line is checked before the trace is read.
-  const std::string mode = args.get_or("mode", "cache");
-  if (mode == "engine") {
-    for (const char* flag : {"sweep", "plot"}) {
-      if (args.has(flag)) throw UsageError(fmt::format("--{}: cache mode only", flag));
+// Refuses flags the mode does not read, and combinations that make no sense.
+void check_flags(const CommandLine& cli, const ReplayFlags& f) {
+  if (f.mode != "cache" && f.mode != "engine") {
+    throw UsageError(fmt::format("{}: unknown mode '{}' (known: cache, engine)",
+                                 cli.describe("--mode"), f.mode));
+  }
+  const bool engine = f.mode == "engine";
+  if (engine) {
+    for (const char* flag : {"--sweep", "--plot"}) {
+      if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
     }
-    if (args.get_or("policy", "lru") == kBeladyPolicyName) {
-      throw UsageError("--policy belady: cache mode only (it needs the whole trace in order)");
-    }
-    if (args.has("pool-bytes") && (args.has("cache-bytes") || args.has("capacity-tokens"))) {
-      throw UsageError("--pool-bytes: give one of --pool-bytes, --cache-bytes, --capacity-tokens");
+    if (f.policy == kBeladyPolicyName) {
+      throw UsageError(fmt::format("{} belady: cache mode only (it needs the whole trace in order)",
+                                   cli.describe("--policy")));
     }
   } else {
-    reject_engine_flags(args);
+    for (const std::string& flag : engine_only_flags()) {
+      if (cli.given(flag)) {
+        throw UsageError(
+            fmt::format("{}: engine mode only (add --mode engine)", cli.describe(flag)));
+      }
+    }
   }
-  if (mode != "cache" && mode != "engine")
-    throw UsageError(fmt::format("--mode: unknown mode '{}' (known: cache, engine)", mode));
-  std::optional<TraceFormat> format;
-  if (auto f = args.get("format")) {
-    format = parse_format_name(*f);
-    if (!format)
-      throw UsageError(
-          fmt::format("--format: unknown format '{}' (known: native, mooncake, agentic)", *f));
-    if (!args.has("trace"))
-      throw UsageError("--format: needs --trace (the built-in trace is native)");
+  std::vector<std::string> budgets;
+  for (std::string_view flag : kBudgetFlags) {
+    if (cli.given(flag)) budgets.push_back(cli.describe(flag));
   }
-  const uint64_t page_tokens = args.has("page-tokens")
-                                   ? parse_count(*args.get("page-tokens"), "--page-tokens")
-                                   : kDefaultPageTokens;
-  if (page_tokens < 1 || page_tokens > kMaxPageTokens) {
-    throw UsageError(
-        fmt::format("--page-tokens: {} is outside [1, {}]", page_tokens, kMaxPageTokens));
+  if (budgets.size() > 1) {
+    throw UsageError(fmt::format("{}: give one budget, not {} at once", budgets[0],
+                                 fmt::join(budgets, " and ")));
   }
-  const std::string model = args.get_or("model", kDefaultModel);
+  if (!cli.given("--sweep")) {
+    if (f.policy.find(',') != std::string::npos) {
+      throw UsageError(fmt::format("{}: several policies need --sweep", cli.describe("--policy")));
+    }
+    if (cli.given("--plot"))
+      throw UsageError(fmt::format("{}: needs --sweep", cli.describe("--plot")));
+  }
+  if (!cli.given("--trace")) {
+    for (const char* flag : {"--format", "--block-tokens"}) {
+      if (cli.given(flag)) {
+        throw UsageError(
+            fmt::format("{}: needs --trace (the built-in trace is native)", cli.describe(flag)));
+      }
+    }
+  }
+}
+
+// Everything the flags decide before the trace is read.
+struct ReplayPlan {
   KvLayout layout;
+  std::vector<std::string> policies;
+  std::vector<uint64_t> capacities;            // pages; one unless --sweep
+  std::string budget_flag;                     // the flag the budget came from, for errors
+  std::vector<WatermarkFractions> watermarks;  // one per capacity
+  ReadOptions read;
+  std::optional<EngineReplayConfig> engine;
+};
+
+KvLayout layout_of(const CommandLine& cli, const ReplayFlags& f) {
   try {
-    layout = KvLayout::preset(model, static_cast<uint32_t>(page_tokens));
+    return KvLayout::preset(f.model, static_cast<uint32_t>(f.page_tokens));
   } catch (const std::invalid_argument& e) {
-    throw UsageError(fmt::format("--model: {}", e.what()));
+    throw UsageError(fmt::format("{}: {}", cli.describe("--model"), e.what()));
   }
-  const std::vector<std::string> policies = split_list(args.get_or("policy", "lru"));
+}
+
+std::vector<std::string> policies_of(const CommandLine& cli, const ReplayFlags& f) {
+  std::vector<std::string> policies = split_list(f.policy);
   for (const std::string& policy : policies) {
     if (policy == kBeladyPolicyName) continue;  // built from the trace, once it is read
     try {
       make_policy(policy);
     } catch (const std::invalid_argument& e) {
-      throw UsageError(fmt::format("--policy: {}", e.what()));
+      throw UsageError(fmt::format("{}: {}", cli.describe("--policy"), e.what()));
     }
   }
-  if (args.has("capacity-tokens") && args.has("cache-bytes")) {
-    throw UsageError("--capacity-tokens and --cache-bytes: give one or the other, not both");
+  return policies;
+}
+
+ReadOptions read_options_of(const CommandLine& cli, const ReplayFlags& f) {
+  ReadOptions read;
+  read.skip_bad = f.skip_bad;
+  if (cli.given("--format")) {
+    read.format = parse_format_name(f.format);
+    if (!read.format) {
+      throw UsageError(fmt::format("{}: unknown format '{}' (known: {})", cli.describe("--format"),
+                                   f.format, format_names()));
+    }
   }
-  std::vector<uint64_t> capacities;
-  if (auto sweep = args.get("sweep")) {
-    if (args.has("capacity-tokens") || args.has("cache-bytes")) {
-      throw UsageError("--sweep: replaces --capacity-tokens and --cache-bytes; give only --sweep");
+  if (cli.given("--block-tokens")) read.block_tokens = static_cast<uint32_t>(f.block_tokens);
+  return read;
+}
+
+ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
+  ReplayPlan plan;
+  plan.layout = layout_of(cli, f);
+  plan.policies = policies_of(cli, f);
+  plan.read = read_options_of(cli, f);
+  for (std::string_view flag : kBudgetFlags) {
+    if (cli.given(flag)) plan.budget_flag = cli.describe(flag);
+  }
+  if (cli.given("--sweep")) {
+    for (const std::string& value : split_list(f.sweep)) {
+      plan.capacities.push_back(pages_for_capacity(value, plan.layout, plan.budget_flag));
     }
-    for (const std::string& value : split_list(*sweep)) {
-      capacities.push_back(capacity_pages(value, "--sweep", has_byte_unit(value), layout));
-    }
+  } else if (cli.given("--pool-bytes") || cli.given("--cache-bytes")) {
+    const uint64_t bytes = cli.given("--pool-bytes") ? f.pool_bytes : f.cache_bytes;
+    plan.capacities.push_back(pages_for_bytes(bytes, plan.layout, plan.budget_flag));
   } else {
-    if (policies.size() > 1) throw UsageError("--policy: several policies need --sweep");
-    if (args.has("plot")) throw UsageError("--plot: needs --sweep");
-    if (auto v = args.get("pool-bytes")) {
-      capacities.push_back(capacity_pages(*v, "--pool-bytes", true, layout));
-    } else if (auto v = args.get("cache-bytes")) {
-      capacities.push_back(capacity_pages(*v, "--cache-bytes", true, layout));
-    } else {
-      capacities.push_back(
-          capacity_pages(args.get_or("capacity-tokens", std::to_string(kDefaultCapacityTokens)),
-                         "--capacity-tokens", false, layout));
+    if (plan.budget_flag.empty()) plan.budget_flag = "--capacity-tokens";
+    plan.capacities.push_back(pages_for_tokens(f.capacity_tokens, plan.layout, plan.budget_flag));
+  }
+  const bool engine = f.mode == "engine";
+  for (uint64_t pages : plan.capacities) {
+    plan.watermarks.push_back(resolve_watermarks(
+        f.high_watermark, f.low_watermark, engine ? kEngineWatermarks : kCacheWatermarks, pages,
+        plan.layout.bytes_per_page(), cli.describe("--high-watermark"),
+        cli.describe("--low-watermark")));
+  }
+  if (engine) {
+    plan.engine = engine_config(f.engine, plan.layout, f.model, plan.policies[0],
+                                EnginePool{plan.capacities[0], plan.budget_flag});
+    plan.engine->high_watermark = plan.watermarks[0].high;
+    plan.engine->low_watermark = plan.watermarks[0].low;
+  }
+  return plan;
+}
+
+Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions& read) {
+  if (!cli.given("--trace")) {
+    const Activity activity("reading the built-in trace");
+    return parse_native(generate_native(GenConfig{}), kDefaultTraceName);
+  }
+  const Activity activity(fmt::format("reading the trace {}", f.trace));
+  return read_trace(f.trace, read);
+}
+
+std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& f,
+                                         const ReplayPlan& plan, ProgressBar& progress) {
+  std::shared_ptr<const NextUseIndex> belady_index;
+  if (std::find(plan.policies.begin(), plan.policies.end(), kBeladyPolicyName) !=
+      plan.policies.end()) {
+    const Activity activity("building the Belady bound's index of next uses");
+    belady_index = std::make_shared<const NextUseIndex>(trace, plan.layout.page_tokens);
+  }
+  std::vector<ReplayResult> results;
+  for (const std::string& policy : plan.policies) {
+    for (std::size_t c = 0; c < plan.capacities.size(); ++c) {
+      CacheReplayConfig config;
+      config.layout = plan.layout;
+      config.model = f.model;
+      config.capacity_pages = plan.capacities[c];
+      config.high_watermark = plan.watermarks[c].high;
+      config.low_watermark = plan.watermarks[c].low;
+      config.policy = policy;
+      if (policy == kBeladyPolicyName) use_belady(config, belady_index);
+      config.progress = std::ref(progress);
+      const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
+                                          trace.source, policy, config.capacity_pages));
+      results.push_back(replay_cache(trace, config));
     }
   }
-  const bool json = args.has("json");
-  std::optional<EngineReplayConfig> engine_replay;
-  const EnginePool pool{capacities.front(), args.has("pool-bytes")    ? "--pool-bytes"
-                                            : args.has("cache-bytes") ? "--cache-bytes"
-                                                                      : "--capacity-tokens"};
-  if (mode == "engine") engine_replay = engine_config(args, layout, model, policies[0], pool);
+  return results;
+}
+
+// The sweep's SVG plot; false (and a message) when it cannot be written.
+bool write_plot(const std::vector<ReplayResult>& results, const Trace& trace,
+                const CommandLine& cli, const ReplayFlags& f, std::ostream& err) {
+  std::vector<PlotSeries> series;
+  for (const ReplayResult& r : results) {
+    if (series.empty() || series.back().name != r.policy) series.push_back({r.policy, {}});
+    series.back().points.push_back({static_cast<double>(r.capacity_tokens()), r.hit_rate()});
+  }
+  const std::string svg = render_sweep_svg(
+      series, "Prefix cache hit rate vs. capacity",
+      fmt::format("{} ({}), {} requests, {} tokens/page, cache mode",
+                  cli.given("--trace") ? std::filesystem::path(trace.source).filename().string()
+                                       : std::string("built-in default trace"),
+                  format_name(trace.format), group_digits(trace.requests.size()), f.page_tokens));
+  std::ofstream file(f.plot, std::ios::trunc);
+  file << svg;
+  file.close();
+  if (!file) err << fmt::format("radixkv replay: error: cannot write the plot to '{}'\n", f.plot);
+  return static_cast<bool>(file);
+}
+
+int report_cache_mode(const std::vector<ReplayResult>& results, const Trace& trace,
+                      const CommandLine& cli, const ReplayFlags& f, std::ostream& out,
+                      std::ostream& err) {
+  bool ok =
+      std::all_of(results.begin(), results.end(), [](const ReplayResult& r) { return r.ok(); });
+  if (!cli.given("--sweep")) {
+    out << (f.json ? format_report_json(results[0]) + "\n" : format_report_text(results[0]));
+  } else {
+    ok = write_plot(results, trace, cli, f, err) && ok;
+    out << (f.json ? format_sweep_json(results) + "\n"
+                   : format_sweep_text(results) + fmt::format("plot: {}\n", f.plot));
+  }
+  for (const ReplayResult& r : results) {
+    if (r.ok()) continue;
+    err << fmt::format("radixkv replay: error: {} pages leaked{}{} (policy {}, {} pages)\n",
+                       r.pages_leaked, r.accounting_error.empty() ? "" : "; ", r.accounting_error,
+                       r.policy, r.capacity_pages);
+  }
+  return ok ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostream& err,
+               const CliEnvironment& env) {
+  ReplayFlags f;
+  CommandLine cli("replay", kDescription);
+  declare_replay_flags(cli, f);
+  cli.footer("eviction policies (--policy NAME, or NAME:key=value,... to set parameters):\n" +
+             policy_help());
+  if (!cli.parse(argv, out)) return kExitOk;  // --help
+  if (cli.given("--config")) apply_config(cli, f);
+  // Everything about the command line is checked before the trace is read.
+  check_flags(cli, f);
+  const ReplayPlan plan = plan_replay(cli, f);
 
   const auto load_start = std::chrono::steady_clock::now();
-  Trace trace;
-  if (auto path = args.get("trace")) {
-    trace = read_trace(*path, ReadOptions{format, args.has("skip-bad")});
-  } else {
-    trace = parse_native(generate_native(GenConfig{}), kDefaultTraceName);
-  }
+  const Trace trace = load_trace(cli, f, plan.read);
   const double load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  if (trace.requests.empty()) {
-    throw TraceError(trace.source, 0, "the trace holds no request");
-  }
-  if (!json) {
+  if (trace.requests.empty()) throw TraceError(trace.source, 0, "the trace holds no request");
+  if (!f.json) {
     out << fmt::format("trace: {} ({}), {} requests, {} input tokens, read in {:.3f} s\n",
                        trace.source, format_name(trace.format), group_digits(trace.requests.size()),
                        group_digits(trace.input_tokens()), load_seconds);
     out.flush();
   }
 
-  std::shared_ptr<const NextUseIndex> belady_index;
-  if (std::find(policies.begin(), policies.end(), kBeladyPolicyName) != policies.end()) {
-    belady_index = std::make_shared<const NextUseIndex>(trace, layout.page_tokens);
+  ProgressBar progress(err, env.interactive && !f.no_progress);
+  if (plan.engine) {
+    EngineReplayConfig config = *plan.engine;
+    config.progress = std::ref(progress);
+    const Activity activity(fmt::format("replaying {} in engine mode", trace.source));
+    return run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
+                             f.json, out, err);
   }
-
-  ProgressBar progress(err, env.interactive && !args.has("no-progress"));
-  if (engine_replay) {
-    engine_replay->progress = std::ref(progress);
-    return run_engine_replay(trace, *engine_replay, pool, json, out, err);
-  }
-  std::vector<ReplayResult> results;
-  for (const std::string& policy : policies) {
-    for (uint64_t pages : capacities) {
-      CacheReplayConfig config;
-      config.layout = layout;
-      config.model = model;
-      config.capacity_pages = pages;
-      config.policy = policy;
-      if (policy == kBeladyPolicyName) use_belady(config, belady_index);
-      config.progress = std::ref(progress);
-      results.push_back(replay_cache(trace, config));
-    }
-  }
-
-  bool ok = true;
-  for (const ReplayResult& r : results) ok = ok && r.ok();
-  if (!args.has("sweep")) {
-    out << (json ? format_report_json(results[0]) + "\n" : format_report_text(results[0]));
-  } else {
-    std::vector<PlotSeries> series;
-    for (const ReplayResult& r : results) {
-      if (series.empty() || series.back().name != r.policy) series.push_back({r.policy, {}});
-      series.back().points.push_back({static_cast<double>(r.capacity_tokens()), r.hit_rate()});
-    }
-    const std::string plot_path = args.get_or("plot", kDefaultPlot);
-    const std::string svg = render_sweep_svg(
-        series, "Prefix cache hit rate vs. capacity",
-        fmt::format("{} ({}), {} requests, {} tokens/page, cache mode",
-                    args.has("trace") ? std::filesystem::path(trace.source).filename().string()
-                                      : std::string("built-in default trace"),
-                    format_name(trace.format), group_digits(trace.requests.size()), page_tokens));
-    std::ofstream file(plot_path, std::ios::trunc);
-    file << svg;
-    file.close();
-    if (!file) {
-      err << fmt::format("radixkv replay: error: cannot write the plot to '{}'\n", plot_path);
-      ok = false;
-    }
-    if (json) {
-      out << format_sweep_json(results) << "\n";
-    } else {
-      out << format_sweep_text(results) << fmt::format("plot: {}\n", plot_path);
-    }
-  }
-  if (!ok) {
-    for (const ReplayResult& r : results) {
-      if (!r.ok()) {
-        err << fmt::format("radixkv replay: error: {} pages leaked{}{} (policy {}, {} pages)\n",
-                           r.pages_leaked, r.accounting_error.empty() ? "" : "; ",
-                           r.accounting_error, r.policy, r.capacity_pages);
-      }
-    }
-    return kExitFailure;
-  }
-  return kExitOk;
+  const std::vector<ReplayResult> results = run_cache_mode(trace, f, plan, progress);
+  return report_cache_mode(results, trace, cli, f, out, err);
 }
 
 }  // namespace radixkv::tools

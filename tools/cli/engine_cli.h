@@ -7,17 +7,24 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli/args.h"
+#include "tools/cli/flags.h"
 #include "tools/replay/engine_replay.h"
 
 namespace radixkv::tools {
 
-// Flags only engine mode reads: --pool-bytes, --schedule, --no-cache, --max-running,
-// --chunk-tokens and the cost model's --prefill-s-per-token, --decode-s-per-step,
-// --decode-s-per-seq.
-std::vector<FlagSpec> engine_flags();
-// In cache mode: refuses any engine flag.
-void reject_engine_flags(const Args& args);
+// What the engine-only flags say: --schedule, --no-cache, --max-running, --chunk-tokens and the
+// cost model's --prefill-s-per-token, --decode-s-per-step, --decode-s-per-seq.
+struct EngineFlags {
+  std::string schedule = "lpm";
+  bool no_cache = false;
+  uint64_t max_running = SchedulerConfig{}.max_running;
+  uint64_t chunk_tokens = SchedulerConfig{}.chunk_tokens;
+  CostModel cost;
+};
+
+void declare_engine_flags(CommandLine& cli, EngineFlags& flags);
+// The flags only engine mode reads (--pool-bytes too), for cache mode to refuse.
+std::vector<std::string> engine_only_flags();
 
 // `pool_flag` names the flag the pool came from ("--pool-bytes", "--cache-bytes",
 // "--capacity-tokens"), for error messages.
@@ -25,8 +32,10 @@ struct EnginePool {
   uint64_t pages = 0;
   std::string flag;
 };
-EngineReplayConfig engine_config(const Args& args, const KvLayout& layout, const std::string& model,
-                                 const std::string& policy, const EnginePool& pool);
+// The replay's configuration; throws UsageError naming a bad flag.
+EngineReplayConfig engine_config(const EngineFlags& flags, const KvLayout& layout,
+                                 const std::string& model, const std::string& policy,
+                                 const EnginePool& pool);
 
 // Runs the replay and prints the report (text or JSON); returns the exit status.
 int run_engine_replay(const Trace& trace, EngineReplayConfig config, const EnginePool& pool,

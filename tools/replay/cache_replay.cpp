@@ -6,8 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "eviction/cache_budget.h"
 #include "kv_store/page_pool.h"
 #include "radix/radix_tree.h"
+#include "tools/trace/units.h"
 
 namespace radixkv::tools {
 
@@ -37,94 +39,143 @@ std::string check_accounting(const PagePool& pool, const RadixTree& tree) {
   return {};
 }
 
-}  // namespace
-
-ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
+// The cache never holds more pages than the trace's prompts have in all, so a larger capacity
+// replays exactly like that many pages: the pool is cut to size instead of allocating bookkeeping
+// for pages that could never be used (--capacity-tokens 4e9 --page-tokens 1).
+uint64_t pool_pages_for(const Trace& trace, const CacheReplayConfig& config) {
   if (config.capacity_pages == 0 || config.capacity_pages >= kInvalidPage) {
     throw std::invalid_argument(fmt::format("cache capacity must be between 1 and {} pages, got {}",
                                             kInvalidPage - 1, config.capacity_pages));
   }
-  // The cache never holds more pages than the trace's prompts have in all, so a larger capacity
-  // replays exactly like that many pages: the pool is cut to size instead of allocating
-  // bookkeeping for pages that could never be used (--capacity-tokens 4e9 --page-tokens 1).
   uint64_t trace_pages = 0;
   for (const TraceRequest& r : trace.requests)
     trace_pages += r.input_tokens / config.layout.page_tokens;
-  const uint64_t pool_pages = std::clamp<uint64_t>(trace_pages, 1, config.capacity_pages);
-  PagePool pool(config.layout, static_cast<uint32_t>(pool_pages));
-  auto tree = std::make_unique<RadixTree>(
-      pool, config.policy_factory ? config.policy_factory(trace) : make_policy(config.policy));
+  return std::clamp<uint64_t>(trace_pages, 1, config.capacity_pages);
+}
 
-  // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
-  ReplayResult result = start_replay_result(
-      "cache", config.policy_factory ? std::string(tree->policy().name()) : config.policy, trace,
-      config.model, config.layout, config.capacity_pages);
+// One replay: the pool, the tree over it, the budget's watermarks, and the running result.
+class CacheReplayer {
+ public:
+  CacheReplayer(const Trace& trace, const CacheReplayConfig& config)
+      : trace_(trace),
+        config_(config),
+        page_tokens_(config.layout.page_tokens),
+        pool_(config.layout, static_cast<uint32_t>(pool_pages_for(trace, config))),
+        budget_({checked_mul(config.capacity_pages, config.layout.bytes_per_page(),
+                             "cache capacity in bytes"),
+                 config.high_watermark, config.low_watermark},
+                config.layout.bytes_per_page()),
+        tree_(std::make_unique<RadixTree>(pool_, config.policy_factory
+                                                     ? config.policy_factory(trace)
+                                                     : make_policy(config.policy))),
+        expander_(trace) {
+    // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
+    result_ = start_replay_result(
+        "cache", config.policy_factory ? std::string(tree_->policy().name()) : config.policy, trace,
+        config.model, config.layout, config.capacity_pages);
+    result_.high_watermark_pages = budget_.high_pages();
+    result_.low_watermark_pages = budget_.low_pages();
+    admit_.reserve(trace.requests.size());
+    finish_.reserve(trace.requests.size());
+  }
 
-  const uint32_t page_tokens = config.layout.page_tokens;
-  const std::size_t total = trace.requests.size();
-  TokenExpander expander(trace);
-  LatencyRecorder admit, finish;
-  admit.reserve(total);
-  finish.reserve(total);
-  std::vector<PageId> fresh;
+  ReplayResult run();
 
+ private:
+  void replay_request(std::size_t i);
+  void finish_run();
+
+  const Trace& trace_;
+  const CacheReplayConfig& config_;
+  const uint32_t page_tokens_;
+  PagePool pool_;
+  const CacheBudget budget_;
+  std::unique_ptr<RadixTree> tree_;
+  TokenExpander expander_;
+  LatencyRecorder admit_, finish_;
+  std::vector<PageId> fresh_;
+  ReplayResult result_;
+};
+
+// Steps 1 to 4 of cache_replay.h for request i.
+void CacheReplayer::replay_request(std::size_t i) {
+  const TraceRequest& request = trace_.requests[i];
+  // No match, and nothing this request caches, reaches past the pool.
+  const std::span<const TokenId> tokens =
+      expander_.expand(i, uint64_t{pool_.capacity_pages()} * page_tokens_);
+  const AccessHint hint{.priority = request.priority,
+                        .now = request.arrival_s,
+                        .output_tokens = request.output_tokens,
+                        .request_class = request.request_class};
+  if (config_.before_request) config_.before_request(i);
+  fresh_.clear();
+
+  const Clock::time_point t0 = Clock::now();
+  const MatchResult match = tree_->match(request.ns, tokens, nullptr, hint);
+  tree_->lock(match.node);
+  const uint32_t matched_pages = match.tokens / page_tokens_;
+  const uint32_t want = request.input_tokens / page_tokens_ - matched_pages;
+  uint32_t got = 0;
+  if (want > 0) {
+    if (pool_.free_pages() < want) tree_->evict_pages(want - pool_.free_pages());
+    got = std::min(want, pool_.free_pages());
+    if (!pool_.allocate(got, fresh_)) throw std::logic_error("cache replay: free pages vanished");
+  }
+  const Clock::time_point t1 = Clock::now();
+  if (got > 0) {
+    // Below the locked match: the matched prefix is not walked a second time.
+    const InsertResult inserted = tree_->insert_below(
+        match.node,
+        tokens.subspan(size_t{matched_pages} * page_tokens_, size_t{got} * page_tokens_), fresh_,
+        hint);
+    if (inserted.cached_tokens != 0) {
+      throw std::logic_error(
+          fmt::format("cache replay: request {} matched {} tokens but insert found {} more cached",
+                      i, match.tokens, inserted.cached_tokens));
+    }
+    pool_.release(fresh_);  // the tree holds its own reference now
+  }
+  tree_->unlock(match.node);
+  result_.peak_cached_pages = std::max(result_.peak_cached_pages, tree_->cached_pages());
+  if (const uint64_t excess = budget_.excess_pages(tree_->cached_pages())) {
+    tree_->evict_pages(excess);
+  }
+  admit_.add(t0, t1);
+  finish_.add(t1, Clock::now());
+  result_.hit_tokens += match.tokens;
+  result_.inserted_pages += got;
+  result_.uncached_pages += want - got;
+}
+
+ReplayResult CacheReplayer::run() {
+  const std::size_t total = trace_.requests.size();
   const Clock::time_point start = Clock::now();
   for (std::size_t i = 0; i < total; ++i) {
-    const TraceRequest& request = trace.requests[i];
-    const std::span<const TokenId> tokens = expander.expand(i);
-    const AccessHint hint{request.priority, request.arrival_s, request.output_tokens};
-    if (config.before_request) config.before_request(i);
-    fresh.clear();
-
-    const Clock::time_point t0 = Clock::now();
-    const MatchResult match = tree->match(request.ns, tokens, nullptr, hint);
-    tree->lock(match.node);
-    const uint32_t matched_pages = match.tokens / page_tokens;
-    const auto want = static_cast<uint32_t>(tokens.size() / page_tokens) - matched_pages;
-    uint32_t got = 0;
-    if (want > 0) {
-      if (pool.free_pages() < want) tree->evict_pages(want - pool.free_pages());
-      got = std::min(want, pool.free_pages());
-      if (!pool.allocate(got, fresh)) throw std::logic_error("cache replay: free pages vanished");
-    }
-    const Clock::time_point t1 = Clock::now();
-    if (got > 0) {
-      // Below the locked match: the matched prefix is not walked a second time.
-      const InsertResult inserted = tree->insert_below(
-          match.node,
-          tokens.subspan(size_t{matched_pages} * page_tokens, size_t{got} * page_tokens), fresh,
-          hint);
-      if (inserted.cached_tokens != 0) {
-        throw std::logic_error(fmt::format(
-            "cache replay: request {} matched {} tokens but insert found {} more cached", i,
-            match.tokens, inserted.cached_tokens));
-      }
-      pool.release(fresh);  // the tree holds its own reference now
-    }
-    tree->unlock(match.node);
-    const Clock::time_point t2 = Clock::now();
-
-    admit.add(t0, t1);
-    finish.add(t1, t2);
-    result.hit_tokens += match.tokens;
-    result.inserted_pages += got;
-    result.uncached_pages += want - got;
-    result.peak_cached_pages = std::max(result.peak_cached_pages, tree->cached_pages());
-    if (config.progress && (i + 1) % 256 == 0) config.progress(i + 1, total);
+    replay_request(i);
+    if (config_.progress && (i + 1) % 256 == 0) config_.progress(i + 1, total);
   }
-  result.wall_seconds = seconds_between(start, Clock::now());
-  if (config.progress) config.progress(total, total);
+  result_.wall_seconds = seconds_between(start, Clock::now());
+  if (config_.progress) config_.progress(total, total);
+  finish_run();
+  return std::move(result_);
+}
 
-  result.cache_seconds = admit.total_seconds() + finish.total_seconds();
-  result.admit = admit.summary();
-  result.finish = finish.summary();
-  result.evicted_pages = tree->stats().evicted_pages;
-  result.evicted_nodes = tree->stats().evicted_nodes;
-  result.final_cached_pages = tree->cached_pages();
-  result.accounting_error = check_accounting(pool, *tree);
-  tree.reset();  // releases the tree's reference on every page it still indexes
-  result.pages_leaked = pool.capacity_pages() - pool.free_pages();
-  return result;
+void CacheReplayer::finish_run() {
+  result_.cache_seconds = admit_.total_seconds() + finish_.total_seconds();
+  result_.admit = admit_.summary();
+  result_.finish = finish_.summary();
+  result_.evicted_pages = tree_->stats().evicted_pages;
+  result_.evicted_nodes = tree_->stats().evicted_nodes;
+  result_.final_cached_pages = tree_->cached_pages();
+  result_.accounting_error = check_accounting(pool_, *tree_);
+  tree_.reset();  // releases the tree's reference on every page it still indexes
+  result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
+}
+
+}  // namespace
+
+ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
+  return CacheReplayer(trace, config).run();
 }
 
 }  // namespace radixkv::tools

@@ -10,11 +10,18 @@
 //      same as page-by-page: the request's new pages are not yet in the tree, so they can never
 //      be the victim, and each eviction picks the policy's victim just as k single calls would.)
 //   3. Unlock.
+//   4. Watermarks: if cached pages now exceed the high watermark, the policy evicts down to the
+//      low one (what the runtime does at finish, eviction/cache_budget.h). The default, high =
+//      low = 1.0, never triggers: eviction is then only the on-demand eviction of step 2, page by
+//      page, as published hit-rate curves replay. A lower pair keeps headroom (the high one) and
+//      evicts in batches (down to the low one), as an engine with a budget does.
 // Hit rate = hit tokens / input tokens over the whole trace. Answers are not cached here (engine
 // mode caches them); a partial last page is never cached.
 //
 // A capacity above the trace's total prompt pages replays with a pool of that total (the same
-// result; no eviction can happen either way), so huge capacities cost no memory.
+// result; no eviction can happen either way), so huge capacities cost no memory. A prompt is
+// expanded only as far as the pool could ever hold: a match never reaches past it, nor does what
+// one request caches, so a prompt longer than the cache costs no more than the cache.
 // At the end the page accounting identity (capacity = free + cached, no private pages) and
 // tree.verify() are checked once, the tree is destroyed, and every page not back on the free list
 // counts as leaked. A violation is reported in the result (ReplayResult::ok()), not thrown.
@@ -37,6 +44,9 @@ struct CacheReplayConfig {
   std::string model;            // name of the layout preset, for the report
   uint64_t capacity_pages = 0;  // the cache's pool; at least 1
   std::string policy = "lru";   // built with make_policy() unless policy_factory is set
+  // Fractions of capacity_pages, as CacheBudget takes them (step 4 above).
+  double high_watermark = 1.0;
+  double low_watermark = 1.0;
   // Builds the policy instead of make_policy(policy): for policies that need the whole trace
   // (an offline optimum) before the replay starts.
   std::function<std::unique_ptr<EvictionPolicy>(const Trace&)> policy_factory;

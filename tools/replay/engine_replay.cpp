@@ -36,92 +36,34 @@ void check_fits(const Trace& trace, const EngineReplayConfig& config) {
 struct CacheSide {
   uint64_t inserted_pages = 0, evicted_pages = 0, evicted_nodes = 0;
   uint64_t peak_cached_pages = 0, final_cached_pages = 0, pages_leaked = 0;
+  uint64_t high_watermark_pages = 0, low_watermark_pages = 0;
   std::string accounting_error;
   double wall_seconds = 0;
   LatencyRecorder admit, finish;
 };
 
-EngineRun run_once(const Trace& trace, const EngineReplayConfig& config, bool use_cache,
-                   CacheSide& side) {
-  SchedulerConfig sched_config = config.scheduler;
-  const SchedulerConfig policy = SchedulerConfig::from_schedule(config.schedule);
-  sched_config.policy = policy.policy;
-  sched_config.share_prefixes = policy.share_prefixes;
-  sched_config.use_cache = use_cache;
-  sched_config.time_calls = true;
-
-  PagePool pool(config.layout, static_cast<uint32_t>(config.pool_pages));
-  auto runtime =
-      std::make_unique<PrefixCacheRuntime>(pool, RuntimeConfig{0, 0.95, 0.85, config.policy});
-  auto scheduler = std::make_unique<Scheduler>(*runtime, sched_config);
-
-  const std::size_t total = trace.requests.size();
-  TokenExpander expander(trace);
-  std::vector<double> ttft;
-  ttft.reserve(total);
-  EngineRun run;
-  run.cache = use_cache;
-
-  const auto submit = [&](std::size_t i) {
-    const TraceRequest& r = trace.requests[i];
-    SchedRequest request;
-    request.id = i;
-    request.name_space = r.ns;
-    request.priority = r.priority;
-    const std::span<const TokenId> prompt = expander.expand(i);
-    request.prompt.assign(prompt.begin(), prompt.end());
-    append_content(r.answer_key, 0, r.output_tokens, request.answer);
-    run.output_tokens += r.output_tokens;
-    if (!scheduler->submit(std::move(request))) ++run.rejected;
-  };
-
-  const Clock::time_point start = Clock::now();
-  double first_arrival = total == 0 ? 0.0 : trace.requests[0].arrival_s;
-  for (const TraceRequest& r : trace.requests) first_arrival = std::min(first_arrival, r.arrival_s);
-  double now = first_arrival, last_finish = first_arrival;
-  std::size_t next = 0;
-  uint64_t reported = 0;
-  while (next < total || !scheduler->idle()) {
-    while (next < total && trace.requests[next].arrival_s <= now &&
-           scheduler->waiting() < config.window) {
-      submit(next++);
-    }
-    if (scheduler->idle()) {  // nothing to run until the next arrival
-      if (next < total) now = std::max(now, trace.requests[next].arrival_s);
-      continue;
-    }
-    runtime->set_now(now);  // the priority policy's retention runs on the simulated clock
-    const StepReport& step = scheduler->step();
-    now += config.cost.step_seconds(step.prefill_tokens, step.decode_tokens);
-    for (uint64_t id : step.first_token) ttft.push_back(now - trace.requests[id].arrival_s);
-    if (!step.finished.empty()) last_finish = now;
-    run.finished += step.finished.size();
-    run.rejected += step.rejected.size();
-    if (!step.worked() && step.admitted.empty() && step.preempted.empty() &&
-        step.finished.empty() && step.rejected.empty()) {
-      throw std::logic_error(fmt::format(
-          "engine replay: the scheduler made no progress with {} running and {} waiting",
-          scheduler->running(), scheduler->waiting()));
-    }
-    side.peak_cached_pages = std::max(side.peak_cached_pages, runtime->tree().cached_pages());
-    if (config.progress && run.finished - reported >= 4096) {
-      reported = run.finished;
-      config.progress(run.finished, total);
-    }
+// Request indices in arrival order: trace order where arrival times agree with it, and a stable
+// sort by arrival where they do not (a request is never submitted before it arrives, nor held
+// back behind a later arrival written above it).
+std::vector<uint32_t> arrival_order(const Trace& trace, uint64_t& out_of_order) {
+  std::vector<uint32_t> order(trace.requests.size());
+  double latest = 0;
+  out_of_order = 0;
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    const double t = trace.requests[i].arrival_s;
+    if (i > 0 && t < latest) ++out_of_order;
+    latest = std::max(latest, t);
   }
-  side.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (config.progress) config.progress(total, total);
+  if (out_of_order > 0) {
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return trace.requests[a].arrival_s < trace.requests[b].arrival_s;
+    });
+  }
+  return order;
+}
 
-  const SchedulerStats& stats = scheduler->stats();
-  run.preemptions = stats.preemptions;
-  run.readmitted = stats.readmitted;
-  run.steps = stats.steps;
-  run.held = stats.held;
-  run.hit_tokens = stats.hit_tokens;
-  run.prefill_tokens = stats.prefill_tokens;
-  run.peak_running = stats.peak_running;
-  run.peak_waiting = stats.peak_waiting;
-  run.simulated_seconds = last_finish - first_arrival;
+void summarise_ttft(std::vector<double>& ttft, EngineRun& run) {
   std::sort(ttft.begin(), ttft.end());
   run.ttft_p50_s = percentile(ttft, 50);
   run.ttft_p90_s = percentile(ttft, 90);
@@ -130,30 +72,156 @@ EngineRun run_once(const Trace& trace, const EngineReplayConfig& config, bool us
   double sum = 0;
   for (double t : ttft) sum += t;
   run.ttft_mean_s = ttft.empty() ? 0.0 : sum / static_cast<double>(ttft.size());
+}
 
-  for (uint64_t ns : scheduler->admit_ns()) side.admit.add_ns(ns);
-  for (uint64_t ns : scheduler->finish_ns()) side.finish.add_ns(ns);
-  side.inserted_pages = runtime->stats().committed_pages;
-  side.evicted_pages = runtime->stats().evicted_pages;
-  side.evicted_nodes = runtime->tree().stats().evicted_nodes;
-  side.final_cached_pages = runtime->tree().cached_pages();
-  // The end-of-run check with no live sequence: refcounts, the identity, tree.verify().
+// The end-of-run check with no live sequence: refcounts, the identity, tree.verify().
+std::string check_accounting(PrefixCacheRuntime& runtime) {
   try {
-    const uint64_t private_pages = runtime->check_accounting();
-    if (private_pages != 0 || runtime->live_sequences() != 0) {
-      side.accounting_error = fmt::format("{} private pages and {} live sequences after the run",
-                                          private_pages, runtime->live_sequences());
-    } else if (runtime->tree().protected_pages() != 0) {
-      side.accounting_error =
-          fmt::format("{} cached pages still protected", runtime->tree().protected_pages());
+    const uint64_t private_pages = runtime.check_accounting();
+    if (private_pages != 0 || runtime.live_sequences() != 0) {
+      return fmt::format("{} private pages and {} live sequences after the run", private_pages,
+                         runtime.live_sequences());
+    }
+    if (runtime.tree().protected_pages() != 0) {
+      return fmt::format("{} cached pages still protected", runtime.tree().protected_pages());
     }
   } catch (const std::exception& e) {
-    side.accounting_error = e.what();
+    return e.what();
   }
-  scheduler.reset();
-  runtime.reset();  // the tree releases every page it still indexes
-  side.pages_leaked = pool.capacity_pages() - pool.free_pages();
-  return run;
+  return {};
+}
+
+// One run over the whole trace: requests submitted at their arrival (in `order`), steps priced by
+// the cost model, the clock jumping to the next arrival when the engine is idle.
+class EngineRunner {
+ public:
+  EngineRunner(const Trace& trace, const EngineReplayConfig& config,
+               const std::vector<uint32_t>& order, bool use_cache)
+      : trace_(trace),
+        config_(config),
+        order_(order),
+        pool_(config.layout, static_cast<uint32_t>(config.pool_pages)),
+        runtime_(std::make_unique<PrefixCacheRuntime>(
+            pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy})),
+        scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
+        expander_(trace) {
+    run_.cache = use_cache;
+    ttft_.reserve(trace.requests.size());
+  }
+
+  EngineRun run(CacheSide& side);
+
+ private:
+  static SchedulerConfig scheduler_config(const EngineReplayConfig& config, bool use_cache) {
+    SchedulerConfig sched = config.scheduler;
+    const SchedulerConfig policy = SchedulerConfig::from_schedule(config.schedule);
+    sched.policy = policy.policy;
+    sched.share_prefixes = policy.share_prefixes;
+    sched.use_cache = use_cache;
+    sched.time_calls = true;
+    return sched;
+  }
+  double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
+  void submit(uint32_t index);
+  void step();
+  void finish(CacheSide& side);
+
+  const Trace& trace_;
+  const EngineReplayConfig& config_;
+  const std::vector<uint32_t>& order_;
+  PagePool pool_;
+  std::unique_ptr<PrefixCacheRuntime> runtime_;
+  std::unique_ptr<Scheduler> scheduler_;
+  TokenExpander expander_;
+  std::vector<double> ttft_;
+  EngineRun run_;
+  double now_ = 0, last_finish_ = 0;
+};
+
+void EngineRunner::submit(uint32_t index) {
+  const TraceRequest& r = trace_.requests[index];
+  SchedRequest request;
+  request.id = index;
+  request.name_space = r.ns;
+  request.priority = r.priority;
+  const std::span<const TokenId> prompt = expander_.expand(index);
+  request.prompt.assign(prompt.begin(), prompt.end());
+  append_content(answer_key(r), 0, r.output_tokens, request.answer);
+  run_.output_tokens += r.output_tokens;
+  if (!scheduler_->submit(std::move(request))) ++run_.rejected;
+}
+
+void EngineRunner::step() {
+  runtime_->set_now(now_);  // the priority policy's retention runs on the simulated clock
+  const StepReport& step = scheduler_->step();
+  now_ += config_.cost.step_seconds(step.prefill_tokens, step.decode_tokens);
+  for (uint64_t id : step.first_token) ttft_.push_back(now_ - trace_.requests[id].arrival_s);
+  if (!step.finished.empty()) last_finish_ = now_;
+  run_.finished += step.finished.size();
+  run_.rejected += step.rejected.size();
+  // The batch this step ran: what still runs, and what finished in it (prefilled and done in one
+  // step included).
+  run_.peak_running = std::max<uint64_t>(run_.peak_running, step.running + step.finished.size());
+  if (!step.worked() && step.admitted.empty() && step.preempted.empty() &&
+      step.finished.empty() && step.rejected.empty()) {
+    throw std::logic_error(
+        fmt::format("engine replay: the scheduler made no progress with {} running and {} waiting",
+                    scheduler_->running(), scheduler_->waiting()));
+  }
+}
+
+EngineRun EngineRunner::run(CacheSide& side) {
+  const std::size_t total = order_.size();
+  const Clock::time_point start = Clock::now();
+  const double first_arrival = total == 0 ? 0.0 : arrival(0);
+  now_ = last_finish_ = first_arrival;
+  std::size_t next = 0;
+  uint64_t reported = 0;
+  while (next < total || !scheduler_->idle()) {
+    while (next < total && arrival(next) <= now_ && scheduler_->waiting() < config_.window) {
+      submit(order_[next++]);
+    }
+    if (scheduler_->idle()) {  // nothing to run until the next arrival
+      if (next < total) now_ = std::max(now_, arrival(next));
+      continue;
+    }
+    step();
+    side.peak_cached_pages = std::max(side.peak_cached_pages, runtime_->tree().cached_pages());
+    if (config_.progress && run_.finished - reported >= 4096) {
+      reported = run_.finished;
+      config_.progress(run_.finished, total);
+    }
+  }
+  side.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (config_.progress) config_.progress(total, total);
+  run_.simulated_seconds = last_finish_ - first_arrival;
+  finish(side);
+  return run_;
+}
+
+void EngineRunner::finish(CacheSide& side) {
+  const SchedulerStats& stats = scheduler_->stats();
+  run_.preemptions = stats.preemptions;
+  run_.readmitted = stats.readmitted;
+  run_.steps = stats.steps;
+  run_.held = stats.held;
+  run_.hit_tokens = stats.hit_tokens;
+  run_.prefill_tokens = stats.prefill_tokens;
+  run_.peak_waiting = stats.peak_waiting;
+  summarise_ttft(ttft_, run_);
+
+  for (uint64_t ns : scheduler_->admit_ns()) side.admit.add_ns(ns);
+  for (uint64_t ns : scheduler_->finish_ns()) side.finish.add_ns(ns);
+  side.inserted_pages = runtime_->stats().committed_pages;
+  side.evicted_pages = runtime_->stats().evicted_pages;
+  side.evicted_nodes = runtime_->tree().stats().evicted_nodes;
+  side.final_cached_pages = runtime_->tree().cached_pages();
+  side.high_watermark_pages = runtime_->budget().high_pages();
+  side.low_watermark_pages = runtime_->budget().low_pages();
+  side.accounting_error = check_accounting(*runtime_);
+  scheduler_.reset();
+  runtime_.reset();  // the tree releases every page it still indexes
+  side.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
 }
 
 }  // namespace
@@ -178,10 +246,11 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   engine.max_running = config.scheduler.max_running;
   engine.chunk_tokens = config.scheduler.chunk_tokens;
   engine.cost = config.cost;
-  engine.run = run_once(trace, config, !config.no_cache, side);
+  const std::vector<uint32_t> order = arrival_order(trace, engine.out_of_order);
+  engine.run = EngineRunner(trace, config, order, !config.no_cache).run(side);
   if (!config.no_cache && config.compare_no_cache) {
     CacheSide baseline_side;
-    engine.no_cache = run_once(trace, config, false, baseline_side);
+    engine.no_cache = EngineRunner(trace, config, order, false).run(baseline_side);
     if (baseline_side.pages_leaked != 0 || !baseline_side.accounting_error.empty()) {
       side.pages_leaked += baseline_side.pages_leaked;
       if (side.accounting_error.empty() && !baseline_side.accounting_error.empty()) {
@@ -190,6 +259,8 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
     }
   }
 
+  result.high_watermark_pages = side.high_watermark_pages;
+  result.low_watermark_pages = side.low_watermark_pages;
   result.hit_tokens = engine.run.hit_tokens;
   result.inserted_pages = side.inserted_pages;
   result.evicted_pages = side.evicted_pages;

@@ -2,8 +2,11 @@
 // (sim/scheduler.h) and the runtime adapter, over one KV pool shared by running sequences and
 // the cache (docs/design.md, "Engine mode"; docs/engine.md).
 //
-//   - Requests arrive at their trace arrival times on a simulated clock; the clock advances by the
-//     cost model's price of each step (tools/replay/engine_result.h), or jumps to the next arrival
+//   - Requests arrive at their trace arrival times on a simulated clock, in arrival order: a trace
+//     whose times are not in file order is served sorted by time (stable), never in file order
+//     (which would hold an early request back behind a later one and inflate its TTFT); the
+//     report counts such requests (EngineResult::out_of_order). The clock advances by the cost
+//     model's price of each step (tools/replay/engine_result.h), or jumps to the next arrival
 //     when the engine is idle. Arrivals are queued at the start of the first step after they
 //     arrive; at most `window` wait inside the scheduler, later ones wait outside in arrival order
 //     (their time-to-first-token still counts from arrival). This bounds the scheduler's memory.
@@ -32,9 +35,12 @@ namespace radixkv::tools {
 
 struct EngineReplayConfig {
   KvLayout layout;
-  std::string model;             // name of the layout preset, for the report
-  uint64_t pool_pages = 0;       // the KV pool, shared by running sequences and the cache
-  std::string policy = "lru";    // eviction policy (make_policy)
+  std::string model;           // name of the layout preset, for the report
+  uint64_t pool_pages = 0;     // the KV pool, shared by running sequences and the cache
+  std::string policy = "lru";  // eviction policy (make_policy)
+  // The runtime's watermarks, fractions of the pool (RuntimeConfig, eviction/cache_budget.h).
+  double high_watermark = 0.95;
+  double low_watermark = 0.85;
   std::string schedule = "lpm";  // SchedulerConfig::from_schedule
   SchedulerConfig scheduler;     // policy fields are overwritten from `schedule`
   CostModel cost;

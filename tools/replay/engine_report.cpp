@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tools/replay/replay_report.h"
 
 namespace radixkv::tools {
@@ -12,25 +14,27 @@ double ratio(uint64_t part, uint64_t whole) {
   return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
 
-void add_run_json(JsonObjectWriter& out, const EngineRun& run) {
-  out.add("cache_enabled", run.cache)
-      .add("steps", run.steps)
-      .add("preemptions", run.preemptions)
-      .add("readmitted", run.readmitted)
-      .add("rejected", run.rejected)
-      .add("held", run.held)
-      .add("prefill_tokens", run.prefill_tokens)
-      .add("output_tokens", run.output_tokens)
-      .add("peak_running", run.peak_running)
-      .add("peak_waiting", run.peak_waiting)
-      .add("simulated_seconds", run.simulated_seconds)
-      .add("ttft_p50_seconds", run.ttft_p50_s)
-      .add("ttft_p90_seconds", run.ttft_p90_s)
-      .add("ttft_p99_seconds", run.ttft_p99_s)
-      .add("ttft_mean_seconds", run.ttft_mean_s)
-      .add("ttft_max_seconds", run.ttft_max_s)
-      .add("output_tokens_per_second", run.output_tokens_per_second())
-      .add("requests_per_simulated_second", run.requests_per_second());
+using Json = nlohmann::ordered_json;
+
+void add_run_json(Json& out, const EngineRun& run) {
+  out["cache_enabled"] = run.cache;
+  out["steps"] = run.steps;
+  out["preemptions"] = run.preemptions;
+  out["readmitted"] = run.readmitted;
+  out["rejected"] = run.rejected;
+  out["held"] = run.held;
+  out["prefill_tokens"] = run.prefill_tokens;
+  out["output_tokens"] = run.output_tokens;
+  out["peak_running"] = run.peak_running;
+  out["peak_waiting"] = run.peak_waiting;
+  out["simulated_seconds"] = run.simulated_seconds;
+  out["ttft_p50_seconds"] = run.ttft_p50_s;
+  out["ttft_p90_seconds"] = run.ttft_p90_s;
+  out["ttft_p99_seconds"] = run.ttft_p99_s;
+  out["ttft_mean_seconds"] = run.ttft_mean_s;
+  out["ttft_max_seconds"] = run.ttft_max_s;
+  out["output_tokens_per_second"] = run.output_tokens_per_second();
+  out["requests_per_simulated_second"] = run.requests_per_second();
 }
 
 }  // namespace
@@ -42,6 +46,12 @@ std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
   out += fmt::format("  {:<18} step = {} s + {} s per prefill token + {} s per decoding sequence\n",
                      "cost model", e.cost.decode_s_per_step, e.cost.prefill_s_per_token,
                      e.cost.decode_s_per_seq);
+  if (e.out_of_order > 0) {
+    out += fmt::format(
+        "  {:<18} {} requests arrive before one written above them; served in "
+        "arrival order\n",
+        "arrival order", group_digits(e.out_of_order));
+  }
   const EngineRun* cached = e.run.cache ? &e.run : nullptr;
   const EngineRun* plain = e.run.cache ? (e.no_cache ? &*e.no_cache : nullptr) : &e.run;
   out += fmt::format("  {:<26} {:>16} {:>16}\n", "simulated engine", "with cache", "no cache");
@@ -73,23 +83,21 @@ std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
   return out;
 }
 
-void add_engine_json(JsonObjectWriter& out, const EngineResult& e, uint64_t input_tokens) {
-  out.add("schedule", e.schedule)
-      .add("max_running", uint64_t{e.max_running})
-      .add("chunk_tokens", uint64_t{e.chunk_tokens})
-      .add_raw("cost_model", JsonObjectWriter()
-                                 .add("prefill_s_per_token", e.cost.prefill_s_per_token)
-                                 .add("decode_s_per_step", e.cost.decode_s_per_step)
-                                 .add("decode_s_per_seq", e.cost.decode_s_per_seq)
-                                 .str());
+void add_engine_json(Json& out, const EngineResult& e, uint64_t input_tokens) {
+  out["schedule"] = e.schedule;
+  out["max_running"] = e.max_running;
+  out["chunk_tokens"] = e.chunk_tokens;
+  out["out_of_order_requests"] = e.out_of_order;
+  out["cost_model"] = {{"prefill_s_per_token", e.cost.prefill_s_per_token},
+                       {"decode_s_per_step", e.cost.decode_s_per_step},
+                       {"decode_s_per_seq", e.cost.decode_s_per_seq}};
   add_run_json(out, e.run);
   if (e.no_cache) {
-    JsonObjectWriter baseline;
-    baseline.add("hit_rate", ratio(e.no_cache->hit_tokens, input_tokens));
+    Json baseline = {{"hit_rate", ratio(e.no_cache->hit_tokens, input_tokens)}};
     add_run_json(baseline, *e.no_cache);
-    out.add_raw("no_cache", baseline.str());
+    out["no_cache"] = std::move(baseline);
   } else {
-    out.add_raw("no_cache", "null");
+    out["no_cache"] = nullptr;
   }
 }
 

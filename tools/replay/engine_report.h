@@ -1,6 +1,7 @@
 // The engine-mode part of a replay's report (replay_report.h calls these when mode == "engine").
 //
 // JSON keys added at the top level: schedule, cache_enabled, max_running, chunk_tokens,
+// out_of_order_requests,
 // cost_model ({prefill_s_per_token, decode_s_per_step, decode_s_per_seq}), steps, preemptions,
 // readmitted, rejected, held, prefill_tokens, output_tokens, peak_running, peak_waiting,
 // simulated_seconds, ttft_p50_seconds, ttft_p90_seconds, ttft_p99_seconds, ttft_mean_seconds,
@@ -8,16 +9,19 @@
 // same keys plus hit_rate for the run with caching off (null when it was not run).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 
 #include "tools/replay/engine_result.h"
-#include "tools/replay/json_writer.h"
 
 namespace radixkv::tools {
 
 // Lines to append to the text report: the schedule, the cost model and a table of the run with
 // the cache beside the run without it.
 std::string format_engine_text(const EngineResult& engine, uint64_t input_tokens);
-void add_engine_json(JsonObjectWriter& out, const EngineResult& engine, uint64_t input_tokens);
+// Adds the engine's keys to a report object.
+void add_engine_json(nlohmann::ordered_json& out, const EngineResult& engine,
+                     uint64_t input_tokens);
 
 }  // namespace radixkv::tools

@@ -41,7 +41,7 @@ struct EngineRun {
   uint64_t hit_tokens = 0;      // reused at each request's first admission
   uint64_t prefill_tokens = 0;  // prompt tokens computed, recomputation after preemption included
   uint64_t output_tokens = 0;   // answer tokens sampled
-  uint64_t peak_running = 0;
+  uint64_t peak_running = 0;    // the largest batch one step ran (what finished in it included)
   uint64_t peak_waiting = 0;
   double simulated_seconds = 0;  // first arrival to last finish
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0, ttft_mean_s = 0, ttft_max_s = 0;
@@ -59,7 +59,8 @@ struct EngineResult {
   uint32_t max_running = 0;
   uint32_t chunk_tokens = 0;
   CostModel cost;
-  EngineRun run;                      // the run the rest of the report describes
+  uint64_t out_of_order = 0;  // requests that arrive before one written above them in the trace
+  EngineRun run;              // the run the rest of the report describes
   std::optional<EngineRun> no_cache;  // the same trace with caching off, side by side
 };
 

@@ -2,23 +2,26 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tools/replay/engine_report.h"
-#include "tools/replay/json_writer.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
 
 namespace {
 
-std::string latency_json(const LatencySummary& s) {
-  return JsonObjectWriter()
-      .add("count", s.count)
-      .add("p50", s.p50_us)
-      .add("p90", s.p90_us)
-      .add("p99", s.p99_us)
-      .add("max", s.max_us)
-      .add("mean", s.mean_us)
-      .str();
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+Json latency_json(const LatencySummary& s) {
+  return {{"count", s.count}, {"p50", s.p50_us}, {"p90", s.p90_us},
+          {"p99", s.p99_us},  {"max", s.max_us}, {"mean", s.mean_us}};
+}
+
+// Strings are escaped by the library; bytes that are not UTF-8 (a trace path on a system that
+// allows any bytes in names) become U+FFFD instead of making the output invalid JSON.
+std::string dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string latency_text(const LatencySummary& s) {
@@ -55,6 +58,14 @@ std::string format_report_text(const ReplayResult& r) {
        fmt::format("{} tokens = {} pages of {} tokens = {} ({}, {} per token)",
                    group_digits(r.capacity_tokens()), group_digits(r.capacity_pages), r.page_tokens,
                    format_bytes(r.capacity_bytes()), r.model, format_bytes(r.bytes_per_token())));
+  line("watermarks",
+       fmt::format("high {} pages = {}, low {} pages = {}{}", group_digits(r.high_watermark_pages),
+                   format_bytes(r.pages_bytes(r.high_watermark_pages, "high watermark")),
+                   group_digits(r.low_watermark_pages),
+                   format_bytes(r.pages_bytes(r.low_watermark_pages, "low watermark")),
+                   r.mode == "cache" && r.high_watermark_pages >= r.capacity_pages
+                       ? " (eviction on demand only)"
+                       : ""));
   line("requests", group_digits(r.requests));
   line("input tokens", group_digits(r.input_tokens));
   line("hit rate", fmt::format("{:.2f} % of input tokens", 100.0 * r.hit_rate()));
@@ -84,40 +95,51 @@ std::string format_report_text(const ReplayResult& r) {
   return out;
 }
 
-std::string format_report_json(const ReplayResult& r) {
-  JsonObjectWriter out;
-  out.add("mode", r.mode)
-      .add("policy", r.policy)
-      .add("trace", r.trace)
-      .add("model", r.model)
-      .add("page_tokens", uint64_t{r.page_tokens})
-      .add("capacity_pages", r.capacity_pages)
-      .add("capacity_tokens", r.capacity_tokens())
-      .add("capacity_bytes", r.capacity_bytes())
-      .add("requests", r.requests)
-      .add("input_tokens", r.input_tokens)
-      .add("hit_tokens", r.hit_tokens)
-      .add("hit_rate", r.hit_rate())
-      .add("hit_bytes", r.hit_bytes())
-      .add("inserted_pages", r.inserted_pages)
-      .add("uncached_pages", r.uncached_pages)
-      .add("evictions", r.evicted_pages)
-      .add("evicted_nodes", r.evicted_nodes)
-      .add("peak_cached_pages", r.peak_cached_pages)
-      .add("peak_cached_bytes", r.peak_cached_bytes())
-      .add("final_cached_pages", r.final_cached_pages)
-      .add("pages_leaked", r.pages_leaked)
-      .add("accounting_ok", r.accounting_error.empty())
-      .add("accounting_error", r.accounting_error)
-      .add("skipped_records", r.skipped_records)
-      .add("wall_seconds", r.wall_seconds)
-      .add("cache_seconds", r.cache_seconds)
-      .add("requests_per_second", r.requests_per_second())
-      .add_raw("admit_us", latency_json(r.admit))
-      .add_raw("finish_us", latency_json(r.finish));
+namespace {
+
+Json report_json(const ReplayResult& r) {
+  Json out = {
+      {"mode", r.mode},
+      {"policy", r.policy},
+      {"trace", r.trace},
+      {"model", r.model},
+      {"page_tokens", r.page_tokens},
+      {"capacity_pages", r.capacity_pages},
+      {"capacity_tokens", r.capacity_tokens()},
+      {"capacity_bytes", r.capacity_bytes()},
+      {"high_watermark_pages", r.high_watermark_pages},
+      {"high_watermark_bytes", r.pages_bytes(r.high_watermark_pages, "high watermark")},
+      {"low_watermark_pages", r.low_watermark_pages},
+      {"low_watermark_bytes", r.pages_bytes(r.low_watermark_pages, "low watermark")},
+      {"requests", r.requests},
+      {"input_tokens", r.input_tokens},
+      {"hit_tokens", r.hit_tokens},
+      {"hit_rate", r.hit_rate()},
+      {"hit_bytes", r.hit_bytes()},
+      {"inserted_pages", r.inserted_pages},
+      {"uncached_pages", r.uncached_pages},
+      {"evictions", r.evicted_pages},
+      {"evicted_nodes", r.evicted_nodes},
+      {"peak_cached_pages", r.peak_cached_pages},
+      {"peak_cached_bytes", r.peak_cached_bytes()},
+      {"final_cached_pages", r.final_cached_pages},
+      {"pages_leaked", r.pages_leaked},
+      {"accounting_ok", r.accounting_error.empty()},
+      {"accounting_error", r.accounting_error},
+      {"skipped_records", r.skipped_records},
+      {"wall_seconds", r.wall_seconds},
+      {"cache_seconds", r.cache_seconds},
+      {"requests_per_second", r.requests_per_second()},
+      {"admit_us", latency_json(r.admit)},
+      {"finish_us", latency_json(r.finish)},
+  };
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
-  return out.str();
+  return out;
 }
+
+}  // namespace
+
+std::string format_report_json(const ReplayResult& r) { return dump(report_json(r)); }
 
 std::string format_sweep_text(const std::vector<ReplayResult>& results) {
   std::string out =
@@ -133,15 +155,13 @@ std::string format_sweep_text(const std::vector<ReplayResult>& results) {
 }
 
 std::string format_sweep_json(const std::vector<ReplayResult>& results) {
-  std::string runs = "[";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    if (i > 0) runs += ',';
-    runs += format_report_json(results[i]);
-  }
-  runs += ']';
+  Json runs = Json::array();
   bool ok = true;
-  for (const ReplayResult& r : results) ok = ok && r.ok();
-  return JsonObjectWriter().add("sweep", true).add("ok", ok).add_raw("runs", runs).str();
+  for (const ReplayResult& r : results) {
+    runs.push_back(report_json(r));
+    ok = ok && r.ok();
+  }
+  return dump(Json{{"sweep", true}, {"ok", ok}, {"runs", std::move(runs)}});
 }
 
 }  // namespace radixkv::tools

@@ -1,7 +1,8 @@
 // Reports of a replay: a table for people, one JSON object for programs.
 //
 // JSON keys (stable; later modes may add keys, never rename): mode, policy, trace, model,
-// page_tokens, capacity_pages, capacity_tokens, capacity_bytes, requests, input_tokens,
+// page_tokens, capacity_pages, capacity_tokens, capacity_bytes, high_watermark_pages,
+// high_watermark_bytes, low_watermark_pages, low_watermark_bytes, requests, input_tokens,
 // hit_tokens, hit_rate, hit_bytes, inserted_pages, uncached_pages, evictions (pages),
 // evicted_nodes, peak_cached_pages, peak_cached_bytes, final_cached_pages, pages_leaked,
 // accounting_ok, accounting_error, skipped_records, wall_seconds, cache_seconds,

@@ -9,6 +9,7 @@
 #include "tools/replay/engine_result.h"
 #include "tools/replay/latency.h"
 #include "tools/trace/trace.h"
+#include "tools/trace/units.h"
 
 namespace radixkv::tools {
 
@@ -21,6 +22,9 @@ struct ReplayResult {
   uint32_t page_tokens = 0;
   uint64_t capacity_pages = 0;
   uint64_t bytes_per_page = 0;
+  // Cached pages above high are evicted down to low (eviction/cache_budget.h).
+  uint64_t high_watermark_pages = 0;
+  uint64_t low_watermark_pages = 0;
   uint64_t skipped_records = 0;  // malformed trace records skipped under --skip-bad
 
   // Workload and outcome.
@@ -48,11 +52,16 @@ struct ReplayResult {
     return input_tokens == 0 ? 0.0
                              : static_cast<double>(hit_tokens) / static_cast<double>(input_tokens);
   }
-  uint64_t capacity_tokens() const { return capacity_pages * page_tokens; }
-  uint64_t capacity_bytes() const { return capacity_pages * bytes_per_page; }
+  // Sizes are products of counts and bytes: checked (std::overflow_error past 2^64), never
+  // wrapped.
+  uint64_t capacity_tokens() const { return checked_mul(capacity_pages, page_tokens, "capacity"); }
+  uint64_t capacity_bytes() const { return pages_bytes(capacity_pages, "capacity"); }
   uint64_t bytes_per_token() const { return page_tokens == 0 ? 0 : bytes_per_page / page_tokens; }
-  uint64_t hit_bytes() const { return hit_tokens * bytes_per_token(); }
-  uint64_t peak_cached_bytes() const { return peak_cached_pages * bytes_per_page; }
+  uint64_t hit_bytes() const { return checked_mul(hit_tokens, bytes_per_token(), "reused KV"); }
+  uint64_t peak_cached_bytes() const { return pages_bytes(peak_cached_pages, "peak cached"); }
+  uint64_t pages_bytes(uint64_t pages, std::string_view what) const {
+    return checked_mul(pages, bytes_per_page, what);
+  }
   double requests_per_second() const {
     return wall_seconds > 0 ? static_cast<double>(requests) / wall_seconds : 0.0;
   }

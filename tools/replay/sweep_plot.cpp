@@ -84,10 +84,8 @@ struct XAxis {
   }
 };
 
-}  // namespace
-
-std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::string& title,
-                             const std::string& subtitle) {
+// Log scale when the capacities span more than a factor of 20.
+XAxis axis_for(const std::vector<PlotSeries>& series) {
   double lo = 0, hi = 0;
   bool any = false;
   for (const PlotSeries& s : series) {
@@ -106,9 +104,14 @@ std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::s
     x.lo = 0;
     x.hi = any && hi > 0 ? hi * 1.05 : 1;
   }
-  auto px = [&](double cap) { return kLeft + kPlotW * x.position(cap); };
-  auto py = [&](double rate) { return kTop + kPlotH * (1 - rate); };
+  return x;
+}
 
+double x_pixel(const XAxis& x, double capacity) { return kLeft + kPlotW * x.position(capacity); }
+double y_pixel(double rate) { return kTop + kPlotH * (1 - rate); }
+
+// Titles, grid, ticks and axis labels.
+std::string frame_svg(const XAxis& x, const std::string& title, const std::string& subtitle) {
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
       "{1}\" font-family=\"Helvetica, Arial, sans-serif\">\n"
@@ -119,10 +122,9 @@ std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::s
   svg += fmt::format(
       "<text x=\"{}\" y=\"48\" font-size=\"12\" fill=\"#555\" text-anchor=\"middle\">{}</text>\n",
       kWidth / 2, escape_xml(subtitle));
-
   // Grid and y ticks every 10 %.
   for (int i = 0; i <= 10; ++i) {
-    const double y = py(i / 10.0);
+    const double y = y_pixel(i / 10.0);
     svg += fmt::format(
         "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e5e5e5\"/>\n",
         kLeft, y, kLeft + kPlotW, y);
@@ -131,7 +133,7 @@ std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::s
         kLeft - 6, y + 4, i * 10);
   }
   for (double tick : x.ticks()) {
-    const double xx = px(tick);
+    const double xx = x_pixel(x, tick);
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#e5e5e5\"/>\n",
         xx, kTop, kTop + kPlotH);
@@ -153,35 +155,47 @@ std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::s
       "<text transform=\"translate(22 {}) rotate(-90)\" font-size=\"13\" "
       "text-anchor=\"middle\">hit rate (% of input tokens)</text>\n",
       kTop + kPlotH / 2);
+  return svg;
+}
 
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const char* color = kColors[i % kColors.size()];
-    std::vector<PlotPoint> points = series[i].points;
-    std::sort(points.begin(), points.end(), [](const PlotPoint& a, const PlotPoint& b) {
-      return a.capacity_tokens < b.capacity_tokens;
-    });
-    std::string path;
-    for (const PlotPoint& p : points) {
-      path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", px(p.capacity_tokens),
-                          py(p.hit_rate));
-    }
-    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
-                       path, color);
-    for (const PlotPoint& p : points) {
-      svg += fmt::format(
-          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {} tokens, "
-          "{:.2f}%</title></circle>\n",
-          px(p.capacity_tokens), py(p.hit_rate), color, escape_xml(series[i].name),
-          p.capacity_tokens, 100 * p.hit_rate);
-    }
-    const double ly = kTop + 12 + 22.0 * static_cast<double>(i);
-    svg += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
-        "stroke-width=\"2\"/>\n",
-        kLeft + kPlotW + 16, ly, kLeft + kPlotW + 40, color);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n",
-                       kLeft + kPlotW + 46, ly + 4, escape_xml(series[i].name));
+// One series: its line, its points with their values, its legend entry (the i-th).
+std::string series_svg(const PlotSeries& series, std::size_t i, const XAxis& x) {
+  const char* color = kColors[i % kColors.size()];
+  std::vector<PlotPoint> points = series.points;
+  std::sort(points.begin(), points.end(), [](const PlotPoint& a, const PlotPoint& b) {
+    return a.capacity_tokens < b.capacity_tokens;
+  });
+  std::string path;
+  for (const PlotPoint& p : points) {
+    path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", x_pixel(x, p.capacity_tokens),
+                        y_pixel(p.hit_rate));
   }
+  std::string svg = fmt::format(
+      "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", path, color);
+  for (const PlotPoint& p : points) {
+    svg += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{}: {} tokens, "
+        "{:.2f}%</title></circle>\n",
+        x_pixel(x, p.capacity_tokens), y_pixel(p.hit_rate), color, escape_xml(series.name),
+        p.capacity_tokens, 100 * p.hit_rate);
+  }
+  const double ly = kTop + 12 + 22.0 * static_cast<double>(i);
+  svg += fmt::format(
+      "<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
+      "stroke-width=\"2\"/>\n",
+      kLeft + kPlotW + 16, ly, kLeft + kPlotW + 40, color);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\">{}</text>\n",
+                     kLeft + kPlotW + 46, ly + 4, escape_xml(series.name));
+  return svg;
+}
+
+}  // namespace
+
+std::string render_sweep_svg(const std::vector<PlotSeries>& series, const std::string& title,
+                             const std::string& subtitle) {
+  const XAxis x = axis_for(series);
+  std::string svg = frame_svg(x, title, subtitle);
+  for (std::size_t i = 0; i < series.size(); ++i) svg += series_svg(series[i], i, x);
   svg += "</svg>\n";
   return svg;
 }

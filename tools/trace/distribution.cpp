@@ -36,7 +36,7 @@ Distribution Distribution::parse(std::string_view text, std::string_view flag) {
   };
   auto number = [&](std::string_view part) {
     try {
-      return parse_real(part, flag, 0.0, kMaxValue);
+      return parse_real(part, 0.0, kMaxValue);
     } catch (const UsageError& e) {
       throw bad(e.what());
     }

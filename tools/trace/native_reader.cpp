@@ -1,7 +1,10 @@
+// The native format (docs/trace_format.md): an optional header {"radixkv_trace": 1, ...}, then one
+// request a line: id, t, and segs and/or parent; ns, pri, out and kind are optional.
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "tools/trace/reader_util.h"
+#include "tools/trace/json_fields.h"
 #include "tools/trace/trace_reader.h"
 
 namespace radixkv::tools {
@@ -11,90 +14,171 @@ using detail::RecordError;
 namespace {
 
 // Upper bounds that keep ids exact in any JSON implementation (doubles hold 2^53 exactly).
-constexpr int64_t kMaxJsonId = (int64_t{1} << 53);
+constexpr uint64_t kMaxJsonId = uint64_t{1} << 53;
 
-void check_header(const JsonValue& record) {
-  const int64_t version = detail::integer_field(record, "radixkv_trace", 1, INT64_MAX);
+struct NativeRecord {
+  bool header = false;
+  TraceRequest request;
+  std::optional<uint64_t> parent_id;
+  std::string_view kind;
+  bool has_segs = false;
+};
+
+// Request ids and their indices. A trace whose ids are 0, 1, 2, ... in order (what `radixkv gen`
+// writes) needs no table: only ids that differ from their index are kept in one.
+class IdIndex {
+ public:
+  explicit IdIndex(const Trace& trace) : trace_(trace) {}
+  std::optional<uint32_t> find(uint64_t id) const {
+    if (id < trace_.requests.size() && trace_.requests[id].id == id) {
+      return static_cast<uint32_t>(id);
+    }
+    const auto it = other_.find(id);
+    return it == other_.end() ? std::nullopt : std::optional(it->second);
+  }
+  void add(uint64_t id, uint32_t index) {
+    if (id != index) other_.emplace(id, index);
+  }
+
+ private:
+  const Trace& trace_;
+  std::unordered_map<uint64_t, uint32_t> other_;
+};
+
+void check_version(detail::od::value value) {
+  const uint64_t version = detail::whole_number(value, "\"radixkv_trace\"", 1, UINT64_MAX);
   if (version != 1) {
     throw RecordError(
         fmt::format("trace format version {} is not supported (this reader knows 1)", version));
   }
 }
 
+void read_segments(detail::od::value value, std::vector<Segment>& segments) {
+  std::size_t i = 0;
+  for (auto item : detail::array_value(value, "\"segs\"")) {
+    detail::od::value pair = detail::checked(std::move(item));
+    std::size_t parts = 0;
+    uint64_t content = 0, length = 0;
+    for (auto part : detail::array_value(pair, detail::Label("segs", i))) {
+      detail::od::value v = detail::checked(std::move(part));
+      if (parts == 0)
+        content = detail::whole_number(v, detail::Label("segs", i, " content"), 0, kMaxJsonId);
+      if (parts == 1) {
+        length = detail::whole_number(v, detail::Label("segs", i, " length"), 1, kMaxInputTokens);
+      }
+      if (parts >= 2) detail::skip_value(v);
+      ++parts;
+    }
+    if (parts != 2) throw RecordError(fmt::format("segs[{}] must be a pair [content, length]", i));
+    segments.push_back(
+        {content_key(ContentDomain::kNative, 0, content), static_cast<uint32_t>(length)});
+    ++i;
+  }
+}
+
+// Reads records into a trace; for_each_record calls read(), then add() once the line is whole.
+class NativeReader {
+ public:
+  explicit NativeReader(Trace& trace) : trace_(trace), builder_(trace), ids_(trace) {}
+
+  NativeRecord read(detail::od::object object) {
+    NativeRecord record;
+    segments_.clear();
+    bool has_id = false, has_t = false;
+    detail::for_each_member(object, [&](std::string_view key, detail::od::value value) {
+      if (key == "radixkv_trace") {
+        check_version(value);
+        record.header = true;
+      } else if (key == "id") {
+        record.request.id = detail::whole_number(value, "\"id\"", 0, kMaxJsonId);
+        has_id = true;
+      } else if (key == "t") {
+        record.request.arrival_s = detail::time_value(value, "\"t\"");
+        has_t = true;
+      } else {
+        read_optional(key, value, record);
+      }
+    });
+    const bool first = std::exchange(first_record_, false);
+    if (record.header) {
+      if (!first) throw RecordError("the header may only be the first record");
+      return record;
+    }
+    detail::require_field(has_id, "id");
+    detail::require_field(has_t, "t");
+    if (ids_.find(record.request.id)) {
+      throw RecordError(fmt::format("request id {} appears twice", record.request.id));
+    }
+    link_parent(record);
+    return record;
+  }
+
+  void add(NativeRecord&& record) {
+    if (record.header) return;
+    record.request.request_class = builder_.class_of(record.kind);
+    ids_.add(record.request.id, builder_.add(record.request, segments_));
+  }
+
+ private:
+  void read_optional(std::string_view key, detail::od::value value, NativeRecord& record) {
+    TraceRequest& r = record.request;
+    if (key == "ns") {
+      r.ns = detail::whole_number(value, "\"ns\"", 0, kMaxJsonId);
+    } else if (key == "pri") {
+      r.priority =
+          static_cast<int16_t>(detail::whole_number(value, "\"pri\"", kMinPriority, kMaxPriority));
+    } else if (key == "out") {
+      r.output_tokens =
+          static_cast<uint32_t>(detail::whole_number(value, "\"out\"", 0, kMaxInputTokens));
+    } else if (key == "parent") {
+      record.parent_id = detail::whole_number(value, "\"parent\"", 0, kMaxJsonId);
+    } else if (key == "segs") {
+      read_segments(value, segments_);
+      record.has_segs = true;
+    } else if (key == "kind") {
+      record.kind = detail::string_value(value, "\"kind\"");
+    } else {
+      detail::skip_value(value);
+    }
+  }
+
+  // The parent must be an earlier request of the same namespace.
+  void link_parent(NativeRecord& record) const {
+    if (!record.parent_id) {
+      if (!record.has_segs) throw RecordError("a request needs \"segs\", \"parent\" or both");
+      return;
+    }
+    const std::optional<uint32_t> parent = ids_.find(*record.parent_id);
+    if (!parent) {
+      throw RecordError(
+          fmt::format("parent {} is not an earlier request of this trace", *record.parent_id));
+    }
+    record.request.parent = *parent;
+    if (trace_.requests[*parent].ns != record.request.ns) {
+      throw RecordError(fmt::format("parent {} is in namespace {}, this request in {}",
+                                    *record.parent_id, trace_.requests[*parent].ns,
+                                    record.request.ns));
+    }
+  }
+
+  Trace& trace_;
+  TraceBuilder builder_;
+  IdIndex ids_;
+  std::vector<Segment> segments_;
+  bool first_record_ = true;
+};
+
 }  // namespace
 
-Trace parse_native(std::string_view text, const std::string& source, bool skip_bad) {
+Trace parse_native(TraceInput& input, bool skip_bad) {
   Trace trace;
-  trace.source = source;
+  trace.source = input.name();
   trace.format = TraceFormat::kNative;
-  TraceBuilder builder(trace);
-  std::unordered_map<uint64_t, uint32_t> index_of_id;
-  std::vector<Segment> segments;
-  bool first_record = true;
-  detail::for_each_json_line(
-      text, source, skip_bad, trace.skipped_records, [&](const JsonValue& record, uint64_t) {
-        if (record.find("radixkv_trace") != nullptr) {
-          if (!first_record) throw RecordError("the header may only be the first record");
-          first_record = false;
-          check_header(record);
-          return;
-        }
-        first_record = false;
-        TraceRequest request;
-        request.id = static_cast<uint64_t>(detail::integer_field(record, "id", 0, kMaxJsonId));
-        if (index_of_id.contains(request.id)) {
-          throw RecordError(fmt::format("request id {} appears twice", request.id));
-        }
-        request.arrival_s = detail::time_field(record, "t");
-        if (const JsonValue* ns = record.find("ns")) {
-          request.ns = static_cast<Namespace>(detail::integer_value(*ns, "\"ns\"", 0, kMaxJsonId));
-        }
-        if (const JsonValue* priority = record.find("pri")) {
-          request.priority = static_cast<int32_t>(
-              detail::integer_value(*priority, "\"pri\"", kMinPriority, kMaxPriority));
-        }
-        if (const JsonValue* out = record.find("out")) {
-          request.output_tokens =
-              static_cast<uint32_t>(detail::integer_value(*out, "\"out\"", 0, kMaxInputTokens));
-        }
-        if (const JsonValue* parent = record.find("parent")) {
-          const auto parent_id =
-              static_cast<uint64_t>(detail::integer_value(*parent, "\"parent\"", 0, kMaxJsonId));
-          const auto it = index_of_id.find(parent_id);
-          if (it == index_of_id.end()) {
-            throw RecordError(
-                fmt::format("parent {} is not an earlier request of this trace", parent_id));
-          }
-          request.parent = it->second;
-          if (trace.requests[it->second].ns != request.ns) {
-            throw RecordError(fmt::format("parent {} is in namespace {}, this request in {}",
-                                          parent_id, trace.requests[it->second].ns, request.ns));
-          }
-        }
-        segments.clear();
-        if (const JsonValue* segs = record.find("segs")) {
-          if (!segs->is_array())
-            throw RecordError("\"segs\" must be an array of [content, length]");
-          for (std::size_t i = 0; i < segs->items().size(); ++i) {
-            const JsonValue& seg = segs->items()[i];
-            if (!seg.is_array() || seg.items().size() != 2) {
-              throw RecordError(fmt::format("segs[{}] must be a pair [content, length]", i));
-            }
-            const int64_t content = detail::integer_value(
-                seg.items()[0], fmt::format("segs[{}] content", i), 0, kMaxJsonId);
-            const int64_t length = detail::integer_value(
-                seg.items()[1], fmt::format("segs[{}] length", i), 1, kMaxInputTokens);
-            segments.push_back(
-                {content_key(ContentDomain::kNative, 0, static_cast<uint64_t>(content)),
-                 static_cast<uint32_t>(length)});
-          }
-        } else if (request.parent == kNoParent) {
-          throw RecordError("a request needs \"segs\", \"parent\" or both");
-        }
-        request.answer_key = content_key(ContentDomain::kAnswer, 0, request.id);
-        const uint32_t index = builder.add(request, segments);
-        index_of_id.emplace(request.id, index);
-      });
+  NativeReader reader(trace);
+  detail::for_each_record(
+      input, skip_bad, trace.skipped_records,
+      [&](detail::od::object object, uint64_t) { return reader.read(object); },
+      [&](NativeRecord&& record) { reader.add(std::move(record)); });
   return trace;
 }
 

@@ -8,21 +8,15 @@
 #include <cstdint>
 #include <numbers>
 
-#include "tools/trace/trace.h"
+#include "common/splitmix64.h"
 
 namespace radixkv::tools {
 
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(splitmix64(seed ^ 0x6A09E667F3BCC909ull)) {}
+  explicit Rng(uint64_t seed) : stream_(splitmix64(seed ^ 0x6A09E667F3BCC909ull)) {}
 
-  uint64_t next() {
-    state_ += 0x9E3779B97F4A7C15ull;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return stream_.next(); }
   // Uniform in [0, 1), 53 random bits.
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   // Uniform in [0, n); n >= 1. The modulo bias is below 2^-40 for the n used here.
@@ -36,7 +30,7 @@ class Rng {
   }
 
  private:
-  uint64_t state_;
+  SplitMix64 stream_;
 };
 
 }  // namespace radixkv::tools

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace radixkv::tools {
 
 std::string_view format_name(TraceFormat format) {
@@ -10,6 +12,8 @@ std::string_view format_name(TraceFormat format) {
       return "native";
     case TraceFormat::kMooncake:
       return "mooncake";
+    case TraceFormat::kBailian:
+      return "bailian";
     case TraceFormat::kAgentic:
       return "agentic";
   }
@@ -19,9 +23,12 @@ std::string_view format_name(TraceFormat format) {
 std::optional<TraceFormat> parse_format_name(std::string_view name) {
   if (name == "native") return TraceFormat::kNative;
   if (name == "mooncake") return TraceFormat::kMooncake;
+  if (name == "bailian") return TraceFormat::kBailian;
   if (name == "agentic") return TraceFormat::kAgentic;
   return std::nullopt;
 }
+
+std::string_view format_names() { return "native, mooncake, bailian, agentic"; }
 
 uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id) {
   const uint64_t base = splitmix64(splitmix64(static_cast<uint64_t>(domain)) ^ salt);
@@ -54,6 +61,39 @@ TraceError::TraceError(std::string file, uint64_t line, std::string reason)
       line_(line),
       reason_(std::move(reason)) {}
 
+TraceBuilder::TraceBuilder(Trace& trace) : trace_(trace) {
+  for (std::size_t c = 0; c < trace_.class_names.size(); ++c) {
+    classes_.emplace(trace_.class_names[c], static_cast<uint16_t>(c));
+  }
+  for (std::size_t n = 0; n < trace_.namespace_names.size(); ++n) {
+    namespaces_.emplace(trace_.namespace_names[n], n);
+  }
+}
+
+uint16_t TraceBuilder::class_of(std::string_view name) {
+  if (const auto found = classes_.find(name); found != classes_.end()) return found->second;
+  const auto [it, added] =
+      classes_.try_emplace(std::string(name), static_cast<uint16_t>(trace_.class_names.size()));
+  if (added) {
+    if (trace_.class_names.size() >= kMaxRequestClasses) {
+      classes_.erase(it);
+      throw std::invalid_argument(
+          fmt::format("request type \"{}\" would be class {}, more than the {} a trace may hold",
+                      name, trace_.class_names.size(), kMaxRequestClasses));
+    }
+    trace_.class_names.emplace_back(name);
+  }
+  return it->second;
+}
+
+Namespace TraceBuilder::namespace_of(std::string_view name) {
+  if (const auto found = namespaces_.find(name); found != namespaces_.end()) return found->second;
+  const auto [it, added] =
+      namespaces_.try_emplace(std::string(name), trace_.namespace_names.size());
+  if (added) trace_.namespace_names.emplace_back(name);
+  return it->second;
+}
+
 uint32_t TraceBuilder::add(TraceRequest request, std::span<const Segment> segments) {
   if (trace_.requests.size() >= kNoParent - 1) {
     throw std::invalid_argument("too many requests for one trace");
@@ -75,6 +115,10 @@ uint32_t TraceBuilder::add(TraceRequest request, std::span<const Segment> segmen
   if (request.priority < kMinPriority || request.priority > kMaxPriority) {
     throw std::invalid_argument(fmt::format("priority {} is outside [{}, {}]", request.priority,
                                             kMinPriority, kMaxPriority));
+  }
+  if (request.request_class >= trace_.class_names.size()) {
+    throw std::invalid_argument(fmt::format("request class {} has no name (the trace names {})",
+                                            request.request_class, trace_.class_names.size()));
   }
   if (trace_.segments.size() + segments.size() >= (uint64_t{1} << 32)) {
     throw std::invalid_argument("too many segments for one trace");
@@ -109,18 +153,23 @@ void TokenExpander::append(uint64_t key, uint32_t length) {
   tokens_.insert(tokens_.end(), memo->begin(), memo->begin() + length);
 }
 
-std::span<const TokenId> TokenExpander::expand(std::size_t index) {
+std::span<const TokenId> TokenExpander::expand(std::size_t index, uint64_t limit) {
   chain_.clear();
   for (uint32_t i = static_cast<uint32_t>(index); i != kNoParent; i = trace_.requests[i].parent) {
     chain_.push_back(i);
   }
+  const uint64_t want = std::min<uint64_t>(trace_.requests[index].input_tokens, limit);
   tokens_.clear();
-  tokens_.reserve(trace_.requests[index].input_tokens);
+  tokens_.reserve(want);
   // Oldest ancestor first: its segments, its answer, then the next generation.
-  for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
+  const auto take = [&](uint64_t key, uint32_t length) {
+    const uint64_t room = want - tokens_.size();
+    if (room > 0) append(key, static_cast<uint32_t>(std::min<uint64_t>(length, room)));
+  };
+  for (auto it = chain_.rbegin(); it != chain_.rend() && tokens_.size() < want; ++it) {
     const TraceRequest& r = trace_.requests[*it];
-    for (const Segment& s : trace_.segments_of(r)) append(s.key, s.length);
-    if (*it != index) append(r.answer_key, r.output_tokens);
+    for (const Segment& s : trace_.segments_of(r)) take(s.key, s.length);
+    if (*it != index) take(answer_key(r), r.output_tokens);
   }
   return tokens_;
 }

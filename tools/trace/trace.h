@@ -10,13 +10,20 @@
 //   - a parent is an earlier request (parent < own index), so trace order can expand every prompt;
 //   - input_tokens = parent's input + parent's output + sum of own segment lengths, and is at
 //     least 1 and at most kMaxInputTokens;
-//   - priority lies in [kMinPriority, kMaxPriority].
-// Content keys live in separate domains (native content, answers, Mooncake blocks, agentic
+//   - priority lies in [kMinPriority, kMaxPriority];
+//   - request_class < class_names.size(), and class_names[0] is "" (no type given).
+// Content keys live in separate domains (native content, answers, hash-id blocks, agentic
 // blocks, unique filler). The only trace read from several files, an agentic folder, salts its
 // block ids with the file's position, so ids that are local to a file never meet another file's.
+//
+// Size: a request takes 48 bytes and a segment 16, whatever the source format, and requests live
+// in a std::deque, whose storage grows block by block without ever copying the requests already
+// read (a vector's doubling would hold the old and the new copy at once). That is what bounds the
+// memory of a replay: a 1 GB generated trace is read into about half a gigabyte.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -25,33 +32,35 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/splitmix64.h"
 #include "eviction/eviction_entry.h"
 #include "radix/radix_node.h"
 
 namespace radixkv::tools {
 
-enum class TraceFormat { kNative, kMooncake, kAgentic };
+enum class TraceFormat { kNative, kMooncake, kBailian, kAgentic };
 std::string_view format_name(TraceFormat format);
 std::optional<TraceFormat> parse_format_name(std::string_view name);
+// "native, mooncake, bailian, agentic": for help texts and errors.
+std::string_view format_names();
 
 inline constexpr uint32_t kNoParent = ~uint32_t{0};
-inline constexpr uint32_t kMaxInputTokens = 1u << 30;
+// The longest prompt a trace may hold: 16,777,216 tokens, beyond the longest context window of any
+// model served today (10M), and 64 MiB once expanded into token ids. A replay expands prompts one
+// at a time, so this bounds the memory of every expansion (a 38-byte record cannot ask for 4 GB).
+inline constexpr uint32_t kMaxInputTokens = 1u << 24;
+// Request classes are 16-bit (TraceRequest::request_class, AccessHint::request_class).
+inline constexpr uint32_t kMaxRequestClasses = 1u << 16;
 
 enum class ContentDomain : uint64_t {
   kNative = 1,         // content ids written in a native trace
   kAnswer = 2,         // a request's answer
-  kMooncakeBlock = 3,  // a Mooncake hash id (512-token block)
+  kMooncakeBlock = 3,  // a Mooncake or Bailian hash id (a block of --block-tokens tokens)
   kAgenticBlock = 4,   // an agentic-coding hash id (block_size-token block)
   kUnique = 5,         // tokens no other request has (an agentic prompt's partial last block)
 };
 
 uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id);
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 // Token j of content `key`, in [0, 2^31).
 inline TokenId content_token(uint64_t key, uint32_t j) {
   return static_cast<TokenId>(splitmix64(key + (uint64_t{j} + 1) * 0xD1B54A32D192ED03ull) >> 33);
@@ -65,24 +74,38 @@ struct Segment {
 };
 
 struct TraceRequest {
-  uint64_t id = 0;         // the id in the source (native id; line or request index otherwise)
+  // The id in the source (native id; line for hash-id formats; file and position for agentic),
+  // unique within the trace. It also names the answer's content (answer_key()).
+  uint64_t id = 0;
   double arrival_s = 0.0;  // seconds from the start of the trace
   Namespace ns = 0;        // never shares cached prefixes with another namespace
-  int32_t priority = kDefaultPriority;
   uint32_t input_tokens = 0;
   uint32_t output_tokens = 0;
   uint32_t parent = kNoParent;  // index of an earlier request this prompt continues
   uint32_t first_segment = 0;   // this request's own segments, in Trace::segments
   uint32_t num_segments = 0;
-  uint64_t answer_key = 0;  // content of the answer (output_tokens long)
+  int16_t priority = kDefaultPriority;
+  // The request's type as a small integer (Trace::class_names), passed to eviction policies
+  // (AccessHint::request_class); 0 when the source gives none.
+  uint16_t request_class = 0;
 };
+
+// Content of a request's answer (output_tokens long): its own, so no other content repeats it.
+inline uint64_t answer_key(const TraceRequest& request) {
+  return content_key(ContentDomain::kAnswer, 0, request.id);
+}
 
 struct Trace {
   std::string source;  // file or folder it was read from, or a description
   TraceFormat format = TraceFormat::kNative;
-  std::vector<TraceRequest> requests;
+  std::deque<TraceRequest> requests;
   std::vector<Segment> segments;
   uint64_t skipped_records = 0;  // malformed records skipped under --skip-bad
+  // class_names[c] is the source's name of request class c; class 0 is "" (no type given).
+  std::vector<std::string> class_names = {""};
+  // Names of the namespaces that come from names in the source (an agentic request's model), by
+  // namespace id; empty when namespaces are numbers in the source (native) or absent.
+  std::vector<std::string> namespace_names;
 
   std::span<const Segment> segments_of(const TraceRequest& request) const {
     return {segments.data() + request.first_segment, request.num_segments};
@@ -109,16 +132,30 @@ class TraceError : public std::runtime_error {
 // with the reason only; readers add the file and line.
 class TraceBuilder {
  public:
-  explicit TraceBuilder(Trace& trace) : trace_(trace) {}
+  explicit TraceBuilder(Trace& trace);
   // `request.input_tokens` and segment fields are filled in here; returns the new index.
   uint32_t add(TraceRequest request, std::span<const Segment> segments);
+  // The class named `name` ("" is class 0), added to Trace::class_names on first use.
+  uint16_t class_of(std::string_view name);
+  // The namespace named `name`, added to Trace::namespace_names on first use (ids from 0).
+  Namespace namespace_of(std::string_view name);
 
  private:
+  // Looked up by string_view without making a string (every record names its class).
+  struct NameHash : std::hash<std::string_view> {
+    using is_transparent = void;
+  };
+  template <typename Id>
+  using NameMap = std::unordered_map<std::string, Id, NameHash, std::equal_to<>>;
+
   Trace& trace_;
+  NameMap<uint16_t> classes_;
+  NameMap<Namespace> namespaces_;
 };
 
 // Expands prompts into token ids, reusing its buffers: one request at a time, never the whole
-// trace at once. The output holds exactly request.input_tokens tokens.
+// trace at once. The output holds the request's first min(input_tokens, limit) tokens: a caller
+// that can never look past a point (cache mode, past its capacity) expands no further.
 //
 // Prompts re-expand the same content again and again (a system prompt in every conversation,
 // every earlier turn in each new one), so contents of at least kMinMemoTokens tokens are kept
@@ -133,9 +170,10 @@ class TokenExpander {
 
   explicit TokenExpander(const Trace& trace, uint64_t memo_tokens = kDefaultMemoTokens)
       : trace_(trace), memo_limit_(memo_tokens) {}
-  std::span<const TokenId> expand(std::size_t index);
+  std::span<const TokenId> expand(std::size_t index, uint64_t limit = UINT64_MAX);
 
  private:
+  // Appends the first `length` tokens of content `key`.
   void append(uint64_t key, uint32_t length);
 
   const Trace& trace_;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <sstream>
+#include <string_view>
 
 #include "tools/trace/random.h"
 #include "tools/trace/units.h"
@@ -25,6 +28,25 @@ struct GenRequest {
   const char* kind = "chat";
 };
 
+// Stored once generated: the segments move into one array shared by all requests.
+struct StoredRequest {
+  double t = 0;
+  uint64_t conversation = 0;
+  uint64_t ns = 0;
+  int32_t priority = kDefaultPriority;
+  uint32_t parent = kNoRequest;
+  uint64_t first_seg = 0;
+  uint32_t num_segs = 0;
+  uint32_t out = 0;
+  uint64_t input = 0;  // prompt tokens: parent's input and answer, then own segments
+  const char* kind = "chat";
+};
+
+struct Generated {
+  std::vector<StoredRequest> requests;
+  std::vector<Segment> segs;
+};
+
 // Whole milliseconds, so that the written times are exactly the ones that were sorted.
 double to_ms_grid(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
 
@@ -42,7 +64,7 @@ class Generator {
     next_content_ = config.system_prompts;
   }
 
-  std::vector<GenRequest> run() {
+  Generated run() {
     double arrival = 0;
     for (uint64_t c = 0; c < config_.conversations; ++c) {
       arrival += rng_.exponential(1.0 / config_.rate);
@@ -54,7 +76,7 @@ class Generator {
         chat(c, ns, priority, arrival);
       }
     }
-    return std::move(requests_);
+    return std::move(out_);
   }
 
  private:
@@ -67,14 +89,49 @@ class Generator {
 
   Segment fresh(uint32_t length) { return {next_content_++, length}; }
 
-  uint32_t add(GenRequest request) {
+  uint32_t add(const GenRequest& request) {
+    StoredRequest stored;
+    stored.t = request.t;
+    stored.input = 0;
     if (request.parent != kNoRequest) {
+      const StoredRequest& parent = out_.requests[request.parent];
       // A child arrives strictly after its parent, even on the millisecond grid.
-      request.t = std::max(request.t, requests_[request.parent].t + 0.001);
+      stored.t = std::max(stored.t, parent.t + 0.001);
+      stored.input = parent.input + parent.out;
     }
-    request.t = to_ms_grid(request.t);
-    requests_.push_back(std::move(request));
-    return static_cast<uint32_t>(requests_.size() - 1);
+    for (const Segment& seg : request.segs) stored.input += seg.length;
+    check_limits(request, stored.input);
+    stored.t = to_ms_grid(stored.t);
+    stored.conversation = request.conversation;
+    stored.ns = request.ns;
+    stored.priority = request.priority;
+    stored.parent = request.parent;
+    stored.first_seg = out_.segs.size();
+    stored.num_segs = static_cast<uint32_t>(request.segs.size());
+    stored.out = request.out;
+    stored.kind = request.kind;
+    out_.segs.insert(out_.segs.end(), request.segs.begin(), request.segs.end());
+    out_.requests.push_back(stored);
+    return static_cast<uint32_t>(out_.requests.size() - 1);
+  }
+
+  // What replay cannot read is refused here, naming the flags that made it.
+  void check_limits(const GenRequest& request, uint64_t input) const {
+    const bool agent = std::string_view(request.kind) == "agent";
+    if (request.out > kMaxInputTokens) {
+      throw UsageError(fmt::format(
+          "{}: an answer of {} tokens is more than the {} tokens replay reads",
+          agent ? "--tool-call-tokens" : "--answer-tokens", request.out, kMaxInputTokens));
+    }
+    if (input > kMaxInputTokens) {
+      throw UsageError(fmt::format(
+          "{}: conversation {} reaches a prompt of {} tokens, more than the {} tokens replay "
+          "reads; lower these",
+          agent ? "--agent-steps, --tool-tokens, --tool-call-tokens, --message-tokens, "
+                  "--system-tokens"
+                : "--turns, --answer-tokens, --message-tokens, --system-tokens",
+          request.conversation, input, kMaxInputTokens));
+    }
   }
 
   GenRequest base(uint64_t c, uint64_t ns, int32_t priority, double t, const char* kind) {
@@ -93,19 +150,21 @@ class Generator {
     const uint32_t turns = config_.turns.sample_count(rng_, 1);
     std::vector<uint32_t> history;  // the current branch, turn by turn
     for (uint32_t turn = 0; turn < turns; ++turn) {
-      if (turn > 0) t = requests_[history.back()].t + config_.think_s.sample(rng_);
+      if (turn > 0) t = out_.requests[history.back()].t + config_.think_s.sample(rng_);
       GenRequest r = base(c, ns, priority, t, "chat");
       if (turn > 0 && rng_.chance(config_.regenerate)) {
         // Ask the last turn again: same parent, same message, a new answer.
-        const GenRequest& last = requests_[history.back()];
+        const StoredRequest& last = out_.requests[history.back()];
         r.parent = last.parent;
-        r.segs = last.segs;
+        r.segs.assign(
+            out_.segs.begin() + static_cast<std::ptrdiff_t>(last.first_seg),
+            out_.segs.begin() + static_cast<std::ptrdiff_t>(last.first_seg + last.num_segs));
         r.kind = "regen";
         history.pop_back();
       } else if (turn > 0 && rng_.chance(config_.edit)) {
         // Edit an earlier turn j: its history stays, its message changes.
         const auto j = static_cast<std::size_t>(rng_.below(history.size()));
-        r.parent = requests_[history[j]].parent;
+        r.parent = out_.requests[history[j]].parent;
         if (j == 0) r.segs.push_back(system_segment);
         r.segs.push_back(fresh(config_.message_tokens.sample_count(rng_, 1)));
         r.kind = "edit";
@@ -133,7 +192,7 @@ class Generator {
     const uint32_t steps = config_.agent_steps.sample_count(rng_, 0);
     for (uint32_t s = 0; s < steps; ++s) {
       GenRequest r =
-          base(c, ns, priority, requests_[last].t + config_.tool_time_s.sample(rng_), "agent");
+          base(c, ns, priority, out_.requests[last].t + config_.tool_time_s.sample(rng_), "agent");
       r.parent = last;
       r.segs.push_back(fresh(config_.tool_tokens.sample_count(rng_, 1)));
       r.out = config_.tool_call_tokens.sample_count(rng_, 1);
@@ -146,7 +205,7 @@ class Generator {
   std::vector<uint32_t> system_lengths_;
   std::vector<double> zipf_cdf_;
   uint64_t next_content_ = 0;
-  std::vector<GenRequest> requests_;
+  Generated out_;
 };
 
 }  // namespace
@@ -156,9 +215,11 @@ void GenConfig::validate() const {
     if (!ok) throw UsageError(fmt::format("{}: {}", flag, why));
   };
   require(conversations >= 1, "--conversations", "must be at least 1");
+  require(conversations <= kMaxConversations, "--conversations",
+          "more than 1e7 conversations is beyond what gen holds in memory");
   require(system_prompts >= 1, "--system-prompts", "must be at least 1");
   // The pool's lengths and popularity are held in memory up front.
-  require(system_prompts <= 10'000'000, "--system-prompts",
+  require(system_prompts <= kMaxSystemPrompts, "--system-prompts",
           "more than 1e7 is beyond what gen holds");
   require(zipf >= 0 && zipf <= 10, "--zipf", "must lie in [0, 10]");
   require(rate > 0 && std::isfinite(rate), "--rate", "must be a positive number");
@@ -166,6 +227,8 @@ void GenConfig::validate() const {
   require(edit >= 0 && edit <= 1, "--edit", "must lie in [0, 1]");
   require(agent_fraction >= 0 && agent_fraction <= 1, "--agent-fraction", "must lie in [0, 1]");
   require(namespaces >= 1, "--namespaces", "must be at least 1");
+  require(namespaces <= kMaxNamespaces, "--namespaces",
+          "more than 2^53 namespaces is beyond what replay reads (ids exact in JSON)");
   require(!priorities.empty(), "--priorities", "needs at least one priority");
   for (int32_t p : priorities) {
     require(p >= kMinPriority && p <= kMaxPriority, "--priorities",
@@ -176,9 +239,10 @@ void GenConfig::validate() const {
   require(agent_steps.mean() <= 10000, "--agent-steps", "a mean above 10000 steps is too many");
 }
 
-std::string generate_native(const GenConfig& config) {
+void write_native(const GenConfig& config, std::ostream& out) {
   config.validate();
-  std::vector<GenRequest> requests = Generator(config).run();
+  const Generated generated = Generator(config).run();
+  const std::vector<StoredRequest>& requests = generated.requests;
   // Arrival order; a child is strictly later than its parent, so parents stay first.
   std::vector<uint32_t> order(requests.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -187,22 +251,36 @@ std::string generate_native(const GenConfig& config) {
   std::vector<uint32_t> id_of(requests.size());
   for (uint32_t pos = 0; pos < order.size(); ++pos) id_of[order[pos]] = pos;
 
-  std::string text = fmt::format(
+  fmt::memory_buffer text;
+  fmt::format_to(
+      std::back_inserter(text),
       "{{\"radixkv_trace\":1,\"generator\":\"radixkv gen\",\"seed\":{},\"requests\":{}}}\n",
       config.seed, requests.size());
   for (uint32_t pos = 0; pos < order.size(); ++pos) {
-    const GenRequest& r = requests[order[pos]];
-    text +=
-        fmt::format("{{\"id\":{},\"t\":{:.3f},\"ns\":{},\"pri\":{},", pos, r.t, r.ns, r.priority);
-    if (r.parent != kNoRequest) text += fmt::format("\"parent\":{},", id_of[r.parent]);
-    text += "\"segs\":[";
-    for (std::size_t s = 0; s < r.segs.size(); ++s) {
-      text += fmt::format("{}[{},{}]", s ? "," : "", r.segs[s].key, r.segs[s].length);
+    const StoredRequest& r = requests[order[pos]];
+    auto it = std::back_inserter(text);
+    fmt::format_to(it, "{{\"id\":{},\"t\":{:.3f},\"ns\":{},\"pri\":{},", pos, r.t, r.ns,
+                   r.priority);
+    if (r.parent != kNoRequest) fmt::format_to(it, "\"parent\":{},", id_of[r.parent]);
+    fmt::format_to(it, "\"segs\":[");
+    for (uint32_t s = 0; s < r.num_segs; ++s) {
+      const Segment& seg = generated.segs[r.first_seg + s];
+      fmt::format_to(it, "{}[{},{}]", s ? "," : "", seg.key, seg.length);
     }
-    text +=
-        fmt::format("],\"out\":{},\"kind\":\"{}\",\"conv\":{}}}\n", r.out, r.kind, r.conversation);
+    fmt::format_to(it, "],\"out\":{},\"kind\":\"{}\",\"conv\":{}}}\n", r.out, r.kind,
+                   r.conversation);
+    if (text.size() >= (1u << 20)) {  // written in pieces: the text is never held whole
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      text.clear();
+    }
   }
-  return text;
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+std::string generate_native(const GenConfig& config) {
+  std::ostringstream out;
+  write_native(config, out);
+  return std::move(out).str();
 }
 
 }  // namespace radixkv::tools

@@ -12,9 +12,14 @@
 //   - A fraction `agent_fraction` of conversations are agent loops: a task, then `agent_steps`
 //     steps, each adding a short tool call (the answer) and a long tool result to the context.
 // Deterministic: the same config (seed included) gives the same bytes, on any machine.
+//
+// What it writes, `radixkv replay` reads: a configuration whose trace would break a reader's limit
+// (a prompt or an answer longer than kMaxInputTokens, a namespace beyond 2^53) is refused with a
+// UsageError naming the flags to change, before anything is written.
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -22,6 +27,12 @@
 #include "tools/trace/trace.h"
 
 namespace radixkv::tools {
+
+// Held in memory while generating (the trace is sorted by arrival before it is written).
+inline constexpr uint64_t kMaxConversations = 10'000'000;
+inline constexpr uint64_t kMaxSystemPrompts = 10'000'000;
+// Native ids and namespaces stay exact in any JSON reader (doubles hold 2^53 exactly).
+inline constexpr uint64_t kMaxNamespaces = uint64_t{1} << 53;
 
 struct GenConfig {
   uint64_t seed = 1;
@@ -48,7 +59,9 @@ struct GenConfig {
   void validate() const;
 };
 
-// The trace as native JSONL text: a header line, then one request a line in arrival order.
+// The trace as native JSONL: a header line, then one request a line in arrival order. Throws
+// UsageError (nothing written) for a configuration replay could not read.
+void write_native(const GenConfig& config, std::ostream& out);
 std::string generate_native(const GenConfig& config);
 
 }  // namespace radixkv::tools

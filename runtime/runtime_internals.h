@@ -1,0 +1,45 @@
+// Inside a PrefixCacheRuntime: its record of a sequence, and a way in for radixkv's own
+// benchmarks and tests. Internal: not installed, not for engines (they get SequenceView, the const
+// tree and the statistics through the runtime's public API).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "radix/radix_node.h"
+#include "runtime/prefix_cache_runtime.h"
+#include "runtime/sequence.h"
+
+namespace radixkv::detail {
+
+// The runtime's record of one slot (the fields are described in runtime/sequence.h). Vectors keep
+// their capacity across reuse of the slot.
+struct Sequence {
+  uint64_t request_id = 0;
+  Namespace name_space = 0;
+  int32_t priority = 0;
+  uint32_t generation = 0;
+  SeqState state = SeqState::kFinished;
+  uint32_t prompt_tokens = 0;
+  uint32_t reused_tokens = 0;
+  uint32_t computed_tokens = 0;
+  uint32_t committed_pages = 0;
+  CopyTicket load_ticket = 0;   // the load admit started for the host run, 0 when none
+  RadixNode* locked = nullptr;  // the end of the committed prefix, locked by this sequence
+  std::vector<TokenId> tokens;
+  std::vector<PageId> block_table;
+
+  SequenceView view() const {
+    return {request_id,      name_space,      priority,    state,  prompt_tokens, reused_tokens,
+            computed_tokens, committed_pages, load_ticket, tokens, block_table};
+  }
+};
+
+// The mutable tree of a runtime. bench/bench_runtime.cpp erases the leaf each timed request
+// cached, so that every iteration sees the same cache; tests/test_bad_input_matrix.cpp misuses
+// the tree under a runtime to show that the runtime's state survives.
+struct RuntimeInternals {
+  static RadixTree& tree(PrefixCacheRuntime& runtime) { return runtime.tree_; }
+};
+
+}  // namespace radixkv::detail

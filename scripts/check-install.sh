@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Installs a built tree into a temporary prefix and takes it in as another project would:
+#   1. examples/embed configured with -DCMAKE_PREFIX_PATH=<prefix>, built and run;
+#   2. the same main.cpp compiled with `pkg-config --cflags --libs radixkv`, and run;
+#   3. every installed header compiled on its own (none may need a header that is not installed);
+#   4. in the consumer, malloc, free and operator new bound to the C and C++ runtime libraries,
+#      never to mimalloc (LD_DEBUG=bindings), while radixkv's own heap is mimalloc;
+#   5. examples/embed again with radixkv added by add_subdirectory (as FetchContent does): it
+#      builds the libraries only, and the consumer's compile line carries none of radixkv's
+#      warnings and not the repository root.
+# usage: scripts/check-install.sh [BUILD_DIR]   (default: build, as scripts/build.sh leaves it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+cxx=${CXX:-c++}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+prefix=$scratch/prefix
+
+step() { echo "check-install: $*"; }
+fail() {
+  echo "check-install: FAILED: $*" >&2
+  exit 1
+}
+
+step "cmake --install $build_dir --prefix <tmp>"
+cmake --install "$build_dir" --prefix "$prefix" >"$scratch/install.log" ||
+  fail "install: $(tail -5 "$scratch/install.log")"
+
+step "examples/embed with find_package(radixkv) from the prefix"
+cmake -S examples/embed -B "$scratch/embed" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release >"$scratch/embed.log" 2>&1 ||
+  fail "configure examples/embed: $(cat "$scratch/embed.log")"
+cmake --build "$scratch/embed" >>"$scratch/embed.log" 2>&1 ||
+  fail "build examples/embed: $(cat "$scratch/embed.log")"
+"$scratch/embed/embed" || fail "examples/embed exited with $?"
+
+step "examples/embed/main.cpp with pkg-config"
+export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name radixkv.pc | head -1)")
+# shellcheck disable=SC2046
+$cxx -std=c++20 examples/embed/main.cpp -o "$scratch/embed-pc" \
+  $(pkg-config --cflags --libs radixkv) || fail "pkg-config build"
+libdir=$(pkg-config --variable=libdir radixkv)
+LD_LIBRARY_PATH=$libdir "$scratch/embed-pc" || fail "the pkg-config build exited with $?"
+
+step "every installed header on its own"
+count=0
+while IFS= read -r header; do
+  relative=${header#"$prefix/include/"}
+  echo "#include <$relative>" >"$scratch/one_header.cpp"
+  # shellcheck disable=SC2046
+  $cxx -std=c++20 -fsyntax-only $(pkg-config --cflags radixkv) "$scratch/one_header.cpp" ||
+    fail "<$relative> does not compile alone"
+  count=$((count + 1))
+done < <(find "$prefix/include/radixkv" -name '*.h' | sort)
+((count > 0)) || fail "no header installed"
+echo "  $count headers"
+
+step "the consumer keeps the C library's malloc"
+LD_DEBUG=bindings "$scratch/embed/embed" >/dev/null 2>"$scratch/bindings.log"
+bound() { grep -E "normal symbol \`$1'" "$scratch/bindings.log" | grep -F "binding file $scratch/embed/embed" || true; }
+for symbol in malloc free _Znwm _ZdlPv; do
+  lines=$(bound "$symbol")
+  [[ -n $lines ]] || continue # the program may not reference it directly
+  if grep -q mimalloc <<<"$lines"; then fail "the consumer's $symbol is mimalloc's: $lines"; fi
+done
+[[ -n $(bound malloc) ]] || fail "no binding of malloc in the consumer seen (LD_DEBUG)"
+grep -qE "normal symbol \`mi_malloc'" "$scratch/bindings.log" ||
+  grep -qE '^RADIXKV_SANITIZE:STRING=.+' "$build_dir/CMakeCache.txt" ||
+  fail "radixkv's heap never bound mi_malloc: is mimalloc in use?"
+
+step "examples/embed with add_subdirectory(<this checkout>)"
+root=$(pwd)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S examples/embed -B "$scratch/sub" -DRADIXKV_SOURCE_DIR="$root" -DRADIXKV_WERROR=ON "${launcher[@]}" \
+  -DRADIXKV_CUDA=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$scratch/sub.log" 2>&1 ||
+  fail "configure with add_subdirectory: $(cat "$scratch/sub.log")"
+cmake --build "$scratch/sub" -j2 >>"$scratch/sub.log" 2>&1 ||
+  fail "build with add_subdirectory: $(tail -20 "$scratch/sub.log")"
+"$scratch/sub/embed" || fail "examples/embed (add_subdirectory) exited with $?"
+for target in radixkv radixkv_bench test_runtime; do
+  [[ ! -e $(find "$scratch/sub" -name "$target" -type f -print -quit) ]] ||
+    fail "add_subdirectory built $target: tests, benchmarks and tools should be off"
+done
+command=$(/usr/bin/python3 - "$scratch/sub/compile_commands.json" <<'PY'
+import json, sys
+for entry in json.load(open(sys.argv[1])):
+    if entry["file"].endswith("examples/embed/main.cpp"):
+        print(entry["command"])
+PY
+)
+[[ -n $command ]] || fail "no compile command for examples/embed/main.cpp"
+for flag in -Wall -Wextra -Wpedantic -Werror "-I$root " "-I$root/tests"; do
+  [[ "$command " != *"$flag"* ]] || fail "radixkv leaks '$flag' into its consumer: $command"
+done
+step "ok"

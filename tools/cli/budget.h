@@ -1,0 +1,41 @@
+// The budget flags of `radixkv replay`, turned into pages: --capacity-tokens, --cache-bytes,
+// --pool-bytes, --sweep, and the watermarks --high-watermark / --low-watermark.
+//
+// Every size is checked: a budget must hold at least one page, name fewer pages than 32-bit page
+// ids can, and be at most 2^64 - 1 bytes (pages x bytes per page is computed with checked_mul, so
+// `--page-tokens 65536 --capacity-tokens 2e14` is refused instead of wrapping to 7.77e18 bytes).
+//
+// Watermarks are fractions of the budget in (0, 1] or sizes ("38GiB"), checked
+// low <= high <= budget. They become the fractions CacheBudget takes, sizes exactly: a size of S
+// bytes is floor(S / bytes per page) pages, and the fraction handed on is one for which
+// CacheBudget computes that many pages (eviction/cache_budget.h is the one definition).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kv_store/kv_layout.h"
+
+namespace radixkv::tools {
+
+// Pages of a budget given in tokens or bytes; UsageError naming `flag`.
+uint64_t pages_for_tokens(uint64_t tokens, const KvLayout& layout, std::string_view flag);
+uint64_t pages_for_bytes(uint64_t bytes, const KvLayout& layout, std::string_view flag);
+// A --sweep entry: tokens ("1e6") or bytes ("8GiB").
+uint64_t pages_for_capacity(std::string_view text, const KvLayout& layout, std::string_view flag);
+
+struct WatermarkFractions {
+  double high = 1.0;
+  double low = 1.0;
+};
+
+// The watermark flags' text ("" when not given; `high_flag`/`low_flag` name them in errors) over a
+// budget of `budget_pages`. A watermark not given takes its default, the low one lowered to the
+// high one when needed. Throws UsageError.
+WatermarkFractions resolve_watermarks(const std::string& high, const std::string& low,
+                                      WatermarkFractions defaults, uint64_t budget_pages,
+                                      uint64_t bytes_per_page, std::string_view high_flag,
+                                      std::string_view low_flag);
+
+}  // namespace radixkv::tools

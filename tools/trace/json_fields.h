@@ -1,0 +1,145 @@
+// Reading trace records with simdjson's On-Demand API (the readers' shared helpers, not part of the
+// library's interface).
+//
+// On-Demand parses as it is read, in document order, with no parse tree: a record's fields are
+// visited once, and each value is converted where the reader asks for it. What that leaves
+// unchecked is checked here, so that the readers stay strict JSON readers:
+//   - a key twice in one object (at any depth of a record) is an error, not "the last one wins";
+//   - values a reader does not use are still walked and checked (skip_value), so `tru` or a bad
+//     number in an extra field is an error too;
+//   - nothing may follow a record on its line.
+// Every problem throws RecordError with the reason only; the reader adds the file and line.
+#pragma once
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tools/trace/trace.h"
+#include "tools/trace/trace_input.h"
+
+namespace radixkv::tools::detail {
+
+namespace od = simdjson::ondemand;
+
+static_assert(TraceInput::kPadding >= simdjson::SIMDJSON_PADDING);
+
+// A record's problem, without file and line.
+class RecordError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// A record that is not valid JSON: nothing after the problem can be read.
+class JsonSyntaxError : public RecordError {
+ public:
+  JsonSyntaxError(const std::string& reason, simdjson::error_code code)
+      : RecordError(reason), code_(code) {}
+  simdjson::error_code code() const { return code_; }
+
+ private:
+  simdjson::error_code code_;
+};
+
+// JsonSyntaxError "invalid JSON: <what is wrong>" for an error simdjson reports.
+[[noreturn]] void throw_json_error(simdjson::error_code error);
+
+// The value of a simdjson result, or JsonSyntaxError.
+template <typename T>
+T checked(simdjson::simdjson_result<T>&& result) {
+  T value;
+  if (const simdjson::error_code error = std::move(result).get(value)) throw_json_error(error);
+  return value;
+}
+
+std::string_view type_name(od::json_type type);
+
+// The name of a field in errors: "\"in\"", or "hash_ids[7]" (name, index and suffix). Cheap to
+// make for every value read; the text is only built when something is wrong.
+struct Label {
+  static constexpr std::size_t kNoIndex = ~std::size_t{0};
+  Label(const char* text) : name(text) {}  // NOLINT: implicit, so a plain name reads as one
+  Label(std::string_view text, std::size_t i, std::string_view after = {})
+      : name(text), index(i), suffix(after) {}
+  std::string str() const;
+
+  std::string_view name;
+  std::size_t index = kNoIndex;
+  std::string_view suffix;
+};
+
+// Keys seen in one object: a few inline, the rest (rare) on the heap.
+class KeySet {
+ public:
+  // False when `key` was already there.
+  bool insert(std::string_view key);
+
+ private:
+  std::array<std::string_view, 16> inline_;
+  std::size_t size_ = 0;
+  std::vector<std::string_view> more_;
+};
+
+// Calls fn(key, value) for each member of `object` in document order; a key already seen in this
+// object is a RecordError. `fn` must consume or skip_value() the value.
+template <typename Fn>
+void for_each_member(od::object object, Fn&& fn) {
+  KeySet seen;  // unescaped keys live as long as the document
+  for (auto field_result : object) {
+    od::field field = checked(std::move(field_result));
+    const std::string_view key = checked(field.unescaped_key());
+    if (!seen.insert(key)) throw RecordError(fmt::format("the key \"{}\" appears twice", key));
+    fn(key, field.value());
+  }
+}
+
+// Walks a value nobody reads, checking that it is valid JSON with no key twice in an object.
+void skip_value(od::value value);
+
+// A whole number in [min, max]; `what` names it in errors.
+uint64_t whole_number(od::value value, const Label& what, uint64_t min, uint64_t max);
+int64_t signed_whole_number(od::value value, const Label& what, int64_t min, int64_t max);
+// A finite number of seconds (or milliseconds), not negative.
+double time_value(od::value value, const Label& what);
+std::string_view string_value(od::value value, const Label& what);
+od::array array_value(od::value value, const Label& what);
+
+inline void require_field(bool present, std::string_view key) {
+  if (!present) throw RecordError(fmt::format("missing field \"{}\"", key));
+}
+
+// The document of one record (a JSONL line, or a whole file), which must be an object.
+od::object record_object(od::document& document);
+// Refuses anything after the record (`{...} {...}` on one line).
+void require_end(od::document& document);
+
+// For each line of `input` that is not blank: record = read(object, line_number), the line must
+// end after the object, then add(std::move(record)). A line's problem (invalid JSON, or a
+// std::invalid_argument such as RecordError from read or add) throws TraceError(file, line,
+// reason), or under skip_bad is counted in `skipped`; a record is added whole or not at all.
+template <typename Read, typename Add>
+void for_each_record(TraceInput& input, bool skip_bad, uint64_t& skipped, Read&& read, Add&& add) {
+  od::parser parser;
+  while (const std::optional<TraceInput::Line> line = input.next_line()) {
+    if (line->text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    try {
+      od::document document = checked(parser.iterate(line->text.data(), line->text.size(),
+                                                     line->text.size() + TraceInput::kPadding));
+      auto record = read(record_object(document), line->number);
+      require_end(document);
+      add(std::move(record));
+      continue;
+    } catch (const std::invalid_argument& e) {
+      if (!skip_bad) throw TraceError(input.name(), line->number, e.what());
+    }
+    ++skipped;
+  }
+}
+
+}  // namespace radixkv::tools::detail
