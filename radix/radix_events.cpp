@@ -97,8 +97,7 @@ std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {
     stack.pop_back();
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
     for (uint32_t i = 0; i < node->num_pages(); ++i) {
-      if (tier == Tier::kDevice && i < node->pages)
-        hashes.push_back(device_hash(node->pages_[i]));
+      if (tier == Tier::kDevice && i < node->pages) hashes.push_back(device_hash(node->pages_[i]));
       if (tier == Tier::kHost && node->host_page(i) != kInvalidPage) {
         hashes.push_back(host_tier_->hash(node->host_page(i)));
       }

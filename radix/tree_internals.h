@@ -26,7 +26,7 @@ struct RadixTree::HostTier {
   std::unique_ptr<EvictionPolicy> policy;
   CacheBudget budget;
   WritePolicy write;
-  uint64_t limit_pages;          // cached host pages the budget allows (at most the pool)
+  uint64_t limit_pages;  // cached host pages the budget allows (at most the pool)
   // Per host page, by page - pool.first_page() (a partition's first id need not be 0): through
   // indexed() and hash() only.
   std::vector<bool> in_tree;     // indexed by the tree
@@ -35,8 +35,8 @@ struct RadixTree::HostTier {
   bool indexed(PageId page) const { return in_tree[page - pool.first_page()]; }
   PageHash& hash(PageId page) { return hashes[page - pool.first_page()]; }
   const PageHash& hash(PageId page) const { return hashes[page - pool.first_page()]; }
-  uint64_t cached = 0;           // host pages indexed
-  uint64_t pinned = 0;           // host-only pages of locked nodes
+  uint64_t cached = 0;  // host pages indexed
+  uint64_t pinned = 0;  // host-only pages of locked nodes
   // Host pages held only by a running copy (load sources under write-back), in issue order.
   std::deque<std::pair<CopyTicket, PageId>> in_flight;
   CopyTicket last_ticket = 0;  // the latest copy the tree issued

@@ -108,17 +108,18 @@ void PrefixCacheRuntime::check_host_accounting() const {
     throw std::logic_error("PrefixCacheRuntime::check_accounting: host tier: " + what);
   };
   const PagePool& host = *tree_.host_pool();
-  std::vector<uint32_t> expected(host.capacity_pages(), 0);
-  for (PageId p = 0; p < host.capacity_pages(); ++p) expected[p] = tree_.host_indexes_page(p);
+  const PageId first = host.first_page();
+  std::vector<uint32_t> expected(host.capacity_pages(), 0);  // by page - first
+  for (PageId p = first; p < host.end_page(); ++p) expected[p - first] = tree_.host_indexes_page(p);
   const std::vector<PageId> in_flight = tree_.host_in_flight_page_ids();
-  for (PageId page : in_flight) ++expected[page];
+  for (PageId page : in_flight) ++expected[page - first];
   uint64_t free_pages = 0;
-  for (PageId p = 0; p < host.capacity_pages(); ++p) {
-    if (host.refcount(p) != expected[p]) {
+  for (PageId p = first; p < host.end_page(); ++p) {
+    if (host.refcount(p) != expected[p - first]) {
       fail(fmt::format("page {} has refcount {}, expected {} (tree and copies in flight)", p,
-                       host.refcount(p), expected[p]));
+                       host.refcount(p), expected[p - first]));
     }
-    free_pages += expected[p] == 0 ? 1 : 0;
+    free_pages += expected[p - first] == 0 ? 1 : 0;
   }
   if (free_pages != host.free_pages()) {
     fail(fmt::format("{} unreferenced pages but {} on the free list", free_pages,

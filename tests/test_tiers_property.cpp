@@ -58,6 +58,22 @@ TEST_CASE("property: two tiers under LRU agree with the two-tier page oracle, vi
   }
 }
 
+TEST_CASE("property: pools that are partitions (ids not from 0) give the same runs as plain ones") {
+  for (const std::string write : {"write_back", "write_through"}) {
+    CAPTURE(write);
+    TierRunConfig plain{write, "lru", "lru", 0.9, 0.6};
+    TierRunConfig partitioned = plain;
+    partitioned.partitioned = true;
+    const TierRunStats a = run(plain, 4, 0x5eed, 3000);
+    const TierRunStats b = run(partitioned, 4, 0x5eed, 3000);
+    CHECK(b.runtime.host_hit_tokens == a.runtime.host_hit_tokens);
+    CHECK(b.runtime.reused_tokens == a.runtime.reused_tokens);
+    CHECK(b.tree.loaded_pages == a.tree.loaded_pages);
+    CHECK(b.events == a.events);
+    CHECK(b.oracle_checks > 0);
+  }
+}
+
 TEST_CASE("property: every write policy and other policies keep both tiers' accounting") {
   for (const std::string write :
        {"write_back", "write_through", "write_through_selective:hits=2"}) {

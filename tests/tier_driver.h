@@ -34,6 +34,9 @@ struct TierRunConfig {
   std::string device_policy = "lru";
   std::string host_policy = "lru";
   double host_high = 1.0, host_low = 1.0;
+  // Both pools are partitions whose ids do not start at 0 (as a SharedRuntime shard's), so the
+  // tree's per-page arrays must count from the pool's first id.
+  bool partitioned = false;
 };
 
 struct TierRunStats {
@@ -47,8 +50,8 @@ class TierDriver {
  public:
   TierDriver(const TierRunConfig& config, uint32_t page_tokens, Source source)
       : layout_{1, 1, 4, 2, page_tokens},
-        pool_(layout_, kDevicePages),
-        host_(layout_, kHostPoolPages),
+        pool_(make_pool(kDevicePages, config.partitioned, device_parts_)),
+        host_(make_pool(kHostPoolPages, config.partitioned, host_parts_)),
         events_(page_tokens, pool_, host_),
         exact_(config.device_policy == "lru" && config.host_policy == "lru" &&
                WritePolicy::parse(config.write).mode != WritePolicy::Mode::kWriteThroughSelective),
@@ -296,9 +299,26 @@ class TierDriver {
     }
   }
 
+  // The pools behind pool_ and host_; partitions die before the pool they are cut from.
+  struct PoolParts : std::vector<std::unique_ptr<PagePool>> {
+    ~PoolParts() {
+      while (!empty()) pop_back();
+    }
+  };
+  // A pool of `pages` pages: a plain one, or the second partition of a bigger pool (parts holds
+  // the pool, the first partition and the one returned, in the order they must die).
+  PagePool& make_pool(uint32_t pages, bool partitioned, PoolParts& parts) {
+    constexpr uint32_t kSkipped = 5;
+    if (!partitioned) return *parts.emplace_back(std::make_unique<PagePool>(layout_, pages));
+    PagePool& whole = *parts.emplace_back(std::make_unique<PagePool>(layout_, kSkipped + pages));
+    parts.push_back(std::make_unique<PagePool>(whole, kSkipped));
+    return *parts.emplace_back(std::make_unique<PagePool>(whole, pages));
+  }
+
   KvLayout layout_;
-  PagePool pool_;
-  PagePool host_;
+  PoolParts device_parts_, host_parts_;
+  PagePool& pool_;
+  PagePool& host_;
   TestCopier copier_;
   EventLog events_;
   std::unique_ptr<PrefixCacheRuntime> runtime_;

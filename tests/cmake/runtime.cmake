@@ -9,5 +9,5 @@ radixkv_add_test(test_runtime
 # LRU hierarchy against the single-tier oracle) and in the runtime (loads, tier events).
 radixkv_add_test(test_tiers
   SOURCES test_tiers.cpp test_runtime_tiers.cpp test_tiers_property.cpp test_page_hash.cpp
-  LIBS radixkv_runtime radixkv_xxhash)
+  LIBS radixkv_runtime radixkv::xxhash)
 radixkv_add_test(test_tiers_lru SOURCES test_tiers_lru.cpp LIBS radixkv_trace radixkv_runtime)
