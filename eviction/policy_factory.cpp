@@ -145,9 +145,11 @@ std::unique_ptr<EvictionPolicy> make_policy(std::string_view spec) {
   for (const PolicyParameter& p : info.parameters) values.push_back(p.default_value);
   const std::string_view list =
       colon == std::string_view::npos ? std::string_view{} : spec.substr(colon + 1);
-  for (const auto& [key, value] : parse_parameters(spec, list)) {
-    const auto known = std::find_if(info.parameters.begin(), info.parameters.end(),
-                                    [&](const PolicyParameter& p) { return p.key == key; });
+  for (const auto& setting : parse_parameters(spec, list)) {
+    const auto& [key, value] = setting;  // (a lambda may not capture a structured binding in clang)
+    const auto known =
+        std::find_if(info.parameters.begin(), info.parameters.end(),
+                     [&](const PolicyParameter& p) { return p.key == setting.first; });
     if (known == info.parameters.end()) {
       throw std::invalid_argument(fmt::format(
           "eviction policy '{}': unknown parameter '{}' (known: {})", spec, key, known_keys(info)));
