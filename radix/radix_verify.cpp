@@ -34,7 +34,10 @@ void RadixTree::verify() const {
     stack.emplace_back(root, ns);
   }
   while (!stack.empty()) {
-    const auto [node, ns] = stack.back();
+    // Plain variables, not a structured binding: clang (the fuzz build) will not let the lambda
+    // below capture one.
+    const RadixNode* node = stack.back().first;
+    const Namespace ns = stack.back().second;
     stack.pop_back();
     const std::string where =
         fmt::format("node (ns {}, depth {} pages, {} pages, {} on the device)", ns,
