@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "eviction/policy_registry.h"
@@ -198,6 +199,22 @@ TEST_CASE("cli: --sweep prints a table and writes an SVG with one line per polic
                         plot.string(), "--json"});
   REQUIRE(json.status == kExitOk);
   CHECK(nlohmann::json::parse(json.out)["runs"].size() == 2);
+}
+
+TEST_CASE("cli: a --policy list keeps a policy's comma-separated parameters together") {
+  const fs::path trace = temp_file("small.jsonl", kSmallTrace);
+  const fs::path plot = trace.parent_path() / "sweep-params.svg";
+  const Run run = cli({"replay", "--trace", trace.string(), "--sweep", "64,1e4", "--plot",
+                       plot.string(), "--json", "--policy", "lru,reuse:limit=1,prior=8,fifo"});
+  REQUIRE(run.status == kExitOk);
+  const nlohmann::json report = nlohmann::json::parse(run.out);
+  std::set<std::string> policies;
+  for (const auto& r : report["runs"]) policies.insert(r["policy"].get<std::string>());
+  CHECK(policies == std::set<std::string>{"lru", "reuse:limit=1,prior=8", "fifo"});
+  // A bare key=value with no policy before it is still an error, naming the flag.
+  const Run bad = cli({"replay", "--trace", trace.string(), "--policy", "prior=8"});
+  CHECK(bad.status != kExitOk);
+  CHECK(bad.err.find("--policy") != std::string::npos);
 }
 
 TEST_CASE("cli: gen writes the same file for the same seed") {

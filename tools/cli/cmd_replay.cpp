@@ -237,8 +237,20 @@ KvLayout layout_of(const CommandLine& cli, const ReplayFlags& f) {
   }
 }
 
+// The policies of --policy. Commas separate policies and also a policy's parameters, so an item
+// that is only key=value (no ':', has '=') continues the policy before it:
+// "lru,reuse:limit=1,prior=8" is lru and reuse:limit=1,prior=8.
 std::vector<std::string> policies_of(const CommandLine& cli, const ReplayFlags& f) {
-  std::vector<std::string> policies = split_list(f.policy);
+  std::vector<std::string> policies;
+  for (const std::string& item : split_list(f.policy)) {
+    const bool parameter =
+        item.find('=') != std::string::npos && item.find(':') == std::string::npos;
+    if (parameter && !policies.empty() && policies.back().find(':') != std::string::npos) {
+      policies.back() += "," + item;
+    } else {
+      policies.push_back(item);
+    }
+  }
   for (const std::string& policy : policies) {
     if (policy == kBeladyPolicyName) continue;  // built from the trace, once it is read
     try {
