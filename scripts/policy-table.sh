@@ -47,7 +47,7 @@ import json, sys
 out, doc, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 names = {"mooncake": "Mooncake sample (3,993 requests)", "chat": "generated chat",
          "agent": "generated agent loops", "agentic": "agentic-coding sample (3 requests)"}
-lines, best_lines = [], []
+lines, best_lines, cost_lines = [], [], []
 for name in ["mooncake", "chat", "agent", "agentic"]:
     runs = json.load(open(f"{out}/{name}.json"))["runs"]
     if not all(r["accounting_ok"] and r["pages_leaked"] == 0 for r in runs):
@@ -83,7 +83,17 @@ for name in ["mooncake", "chat", "agent", "agentic"]:
         who = "every policy" if len(winners) == len(policies) - 1 else ", ".join(winners)
         per_cap.append(f"{c:,}: {who} {100 * best:.2f}% = {ratio:.3f} of the bound")
     best_lines.append(f"- {names[name]}: " + "; ".join(per_cap))
-table = "\n".join(lines + ["Best online policy per capacity:", ""] + best_lines) + "\n"
+    # The cost: time inside cache calls per request, relative to lru in the same process (all
+    # cells of a sweep run one after another in one process), at the middle capacity.
+    mid = caps[len(caps) // 2]
+    secs = {r["policy"]: r["cache_seconds"] for r in runs if r["capacity_tokens"] == mid}
+    if secs.get("lru", 0) > 0:
+        cost_lines.append(f"- {names[name]} at {mid:,} tokens: " + ", ".join(
+            f"{p} {1e6 * secs[p] / runs[0]['requests']:.1f} us ({secs[p] / secs['lru']:.2f}x)"
+            for p in policies if p != "belady"))
+table = "\n".join(lines + ["Best online policy per capacity:", ""] + best_lines +
+                  ["", "Time inside cache calls per request, and its ratio to lru (one process, "
+                   "one run: noisy; the hit rates above are exact):", ""] + cost_lines) + "\n"
 if mode == "--print":
     print(table, end="")
     sys.exit(0)
