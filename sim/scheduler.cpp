@@ -271,6 +271,10 @@ void Scheduler::preempt(uint32_t index) {
   runtime_.abort(e.seq);
   release_share(e);
   remove_running(index);
+  if (e.loading) {
+    e.loading = false;
+    --loading_;
+  }
   if (e.fed_this_step) {
     // Its fed token will not be computed in this batch after all: do not count (or price) it.
     e.fed_this_step = false;
@@ -300,6 +304,11 @@ void Scheduler::prefill(uint64_t& budget) {
 
 void Scheduler::run_chunk(uint32_t index, uint64_t& budget) {
   Entry& e = entries_[index];
+  if (e.loading) {
+    if (!gate_.ready(e.request.id)) return;
+    e.loading = false;
+    --loading_;
+  }
   const uint32_t length = static_cast<uint32_t>(e.tokens.size());
   const uint32_t chunk = static_cast<uint32_t>(std::min<uint64_t>(length - e.computed, budget));
   e.computed += chunk;
@@ -454,6 +463,7 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
     ++stats_.admitted;
     stats_.prompt_tokens += e.tokens.size();
     stats_.hit_tokens += r.reused_tokens;
+    stats_.host_hit_tokens += r.host_hit_tokens;
   } else {
     ++stats_.readmitted;
   }
@@ -461,6 +471,11 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
     ++sharing_[key];
     e.in_sharing = true;
     e.share_key = key;
+  }
+  if (gate_.ready) {
+    gate_.admitted(e.request.id, r);
+    e.loading = true;
+    ++loading_;
   }
   run_chunk(index, budget);
   return true;

@@ -57,6 +57,14 @@
 // many steps, protected ones are preempted only after every unprotected one and then newest first,
 // so the oldest protected request always completes.
 //
+// Copies (LoadGate): with a host tier an admission may load pages from the host, and under
+// write-back the eviction that made room for it copies device pages to the host first; both take
+// time on the caller's clock, which the scheduler does not keep. With a gate set, every admission
+// is reported to it, and a request computes nothing until the gate says its copies are done (asked
+// before each prefill chunk until it first says yes). Meanwhile it runs: it holds its pages, counts
+// against max_running and may be preempted, but takes no prefill budget, so requests behind it
+// compute (a load delays only the request that needs it).
+//
 // Caching off (use_cache = false): nothing is committed and requests end with abort, so the tree
 // stays empty and every prompt is computed in full: the baseline for the cache's benefit.
 //
@@ -147,14 +155,21 @@ struct SchedulerStats {
   uint64_t finished = 0;
   uint64_t rejected = 0;  // by submit() or the runtime
   uint64_t preemptions = 0;
-  uint64_t held = 0;            // candidate-steps held by sharing
-  uint64_t lpm_steps = 0;       // admission rounds ordered by lpm (the rest fell back to fcfs)
-  uint64_t prompt_tokens = 0;   // at first admission
-  uint64_t hit_tokens = 0;      // reused at first admission
-  uint64_t prefill_tokens = 0;  // computed, recomputation after preemption included
+  uint64_t held = 0;             // candidate-steps held by sharing
+  uint64_t lpm_steps = 0;        // admission rounds ordered by lpm (the rest fell back to fcfs)
+  uint64_t prompt_tokens = 0;    // at first admission
+  uint64_t hit_tokens = 0;       // reused at first admission
+  uint64_t host_hit_tokens = 0;  // of which loaded from a host tier
+  uint64_t prefill_tokens = 0;   // computed, recomputation after preemption included
   uint64_t decode_tokens = 0;
   uint64_t peak_waiting = 0;
   uint64_t peak_running = 0;
+};
+
+// See "Copies" above. Both functions must be set.
+struct LoadGate {
+  std::function<void(uint64_t id, const AdmitResult& admitted)> admitted;
+  std::function<bool(uint64_t id)> ready;
 };
 
 class Scheduler {
@@ -185,6 +200,9 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   PrefixCacheRuntime& runtime() { return runtime_; }
   void set_finish_hook(FinishHook hook) { finish_hook_ = std::move(hook); }
+  void set_load_gate(LoadGate gate) { gate_ = std::move(gate); }
+  // Running requests whose copies the gate has not yet called done.
+  uint32_t loading() const { return loading_; }
   // With config.time_calls: nanoseconds of every runtime admit (refusals included) and finish
   // (abort when caching is off), in call order.
   const std::vector<uint64_t>& admit_ns() const { return admit_ns_; }
@@ -207,6 +225,7 @@ class Scheduler {
     bool first_admission = true;
     bool in_sharing = false;  // in prefill, counted under its share key in sharing_
     bool fed_this_step = false;
+    bool loading = false;  // admitted, waiting for the gate to call its copies done
     uint64_t share_key = 0;
     Phase phase = Phase::kWaiting;
     SeqHandle seq;
@@ -256,6 +275,8 @@ class Scheduler {
   StepReport report_;
   SchedulerStats stats_;
   FinishHook finish_hook_;
+  LoadGate gate_;
+  uint32_t loading_ = 0;
   std::vector<uint64_t> admit_ns_, finish_ns_;
 };
 

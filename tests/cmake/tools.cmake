@@ -19,3 +19,7 @@ radixkv_add_test(test_cli_budget SOURCES test_cli_budget.cpp LIBS radixkv_cli)
 radixkv_add_test(test_memory SOURCES test_memory.cpp LABELS slow)
 target_compile_definitions(test_memory PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
 add_dependencies(test_memory radixkv)
+
+# The host tier in the replay and on the command line (docs/tiers.md).
+radixkv_add_test(test_replay_tiers SOURCES test_replay_tiers.cpp LIBS radixkv_cli)
+target_compile_definitions(test_replay_tiers PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")

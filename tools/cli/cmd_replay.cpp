@@ -18,8 +18,10 @@
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/progress_bar.h"
+#include "tools/cli/tier_flags.h"
 #include "tools/replay/belady_policy.h"
 #include "tools/replay/cache_replay.h"
+#include "tools/replay/host_tier_report.h"
 #include "tools/replay/replay_report.h"
 #include "tools/replay/sweep_plot.h"
 #include "tools/trace/trace_generator.h"
@@ -65,6 +67,7 @@ struct ReplayFlags {
   std::string high_watermark, low_watermark;
   bool json = false, skip_bad = false, no_progress = false;
   EngineFlags engine;
+  TierFlags tiers;
 };
 
 void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
@@ -121,11 +124,19 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
            "skip malformed trace records (and count them) instead of stopping");
   cli.flag("--no-progress", f.no_progress, "no progress bar, even on a terminal");
   declare_engine_flags(cli, f.engine);
+  declare_tier_flags(cli, f.tiers);
 }
 
 bool is_budget_flag(std::string_view flag) {
   return std::find(std::begin(kBudgetFlags), std::end(kBudgetFlags), flag) !=
          std::end(kBudgetFlags);
+}
+
+// Which group of alternative flags `flag` is in: 0 the device budget, 1 the host capacity, -1 none.
+int alternatives_group(std::string_view flag) {
+  if (is_budget_flag(flag)) return 0;
+  const std::vector<std::string_view> host = host_capacity_flags();
+  return std::find(host.begin(), host.end(), flag) != host.end() ? 1 : -1;
 }
 
 // Applies --config: its top-level `mode` first (unless --mode was given), then the table of the
@@ -152,17 +163,20 @@ void apply_config(CommandLine& cli, ReplayFlags& f) {
   for (const ConfigSetting& s : config.top) {
     if (s.key == "mode") cli.set_if_unset("--mode", s.value, "--config " + s.origin);
   }
-  bool budget_taken = std::any_of(std::begin(kBudgetFlags), std::end(kBudgetFlags),
-                                  [&](std::string_view flag) { return cli.given(flag); });
+  // Per group of alternatives (alternatives_group): whether a higher layer gave one.
+  bool taken[2] = {false, false};
+  for (std::string_view flag : kBudgetFlags) taken[0] = taken[0] || cli.given(flag);
+  for (std::string_view flag : host_capacity_flags()) taken[1] = taken[1] || cli.given(flag);
   const auto apply = [&](const std::vector<ConfigSetting>& layer) {
-    bool budget_here = false;
+    bool here[2] = {false, false};
     for (const ConfigSetting& s : layer) {
       const std::string flag = "--" + s.key;
-      if (s.key == "mode" || (budget_taken && is_budget_flag(flag))) continue;
-      budget_here = budget_here || is_budget_flag(flag);
+      const int group = alternatives_group(flag);
+      if (s.key == "mode" || (group >= 0 && taken[group])) continue;
+      if (group >= 0) here[group] = true;
       if (s.value != "false") cli.set_if_unset(flag, s.value, "--config " + s.origin);
     }
-    budget_taken = budget_taken || budget_here;
+    for (int g = 0; g < 2; ++g) taken[g] = taken[g] || here[g];
   };
   if (const auto table = config.tables.find(f.mode); table != config.tables.end()) {
     apply(table->second);
@@ -192,6 +206,13 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
             fmt::format("{}: engine mode only (add --mode engine)", cli.describe(flag)));
       }
     }
+  }
+  check_tier_flags(cli, engine);
+  const std::vector<std::string> policies = split_list(f.policy);
+  if (host_tier_given(cli) &&
+      std::find(policies.begin(), policies.end(), kBeladyPolicyName) != policies.end()) {
+    throw UsageError(fmt::format("{}: belady is not for a host tier (it bounds one cache)",
+                                 cli.describe("--policy")));
   }
   std::vector<std::string> budgets;
   for (std::string_view flag : kBudgetFlags) {
@@ -225,6 +246,8 @@ struct ReplayPlan {
   std::vector<uint64_t> capacities;            // pages; one unless --sweep
   std::string budget_flag;                     // the flag the budget came from, for errors
   std::vector<WatermarkFractions> watermarks;  // one per capacity
+  std::vector<HostTierReplayConfig>
+      hosts;  // host tiers (capacity 0: none); one unless --sweep-host
   ReadOptions read;
   std::optional<EngineReplayConfig> engine;
 };
@@ -295,6 +318,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
     if (plan.budget_flag.empty()) plan.budget_flag = "--capacity-tokens";
     plan.capacities.push_back(pages_for_tokens(f.capacity_tokens, plan.layout, plan.budget_flag));
   }
+  plan.hosts = host_tiers_of(cli, f.tiers, plan.layout);
   const bool engine = f.mode == "engine";
   for (uint64_t pages : plan.capacities) {
     plan.watermarks.push_back(resolve_watermarks(
@@ -307,6 +331,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
                                 EnginePool{plan.capacities[0], plan.budget_flag});
     plan.engine->high_watermark = plan.watermarks[0].high;
     plan.engine->low_watermark = plan.watermarks[0].low;
+    plan.engine->host = plan.hosts[0];
   }
   return plan;
 }
@@ -330,19 +355,22 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
   }
   std::vector<ReplayResult> results;
   for (const std::string& policy : plan.policies) {
-    for (std::size_t c = 0; c < plan.capacities.size(); ++c) {
-      CacheReplayConfig config;
-      config.layout = plan.layout;
-      config.model = f.model;
-      config.capacity_pages = plan.capacities[c];
-      config.high_watermark = plan.watermarks[c].high;
-      config.low_watermark = plan.watermarks[c].low;
-      config.policy = policy;
-      if (policy == kBeladyPolicyName) use_belady(config, belady_index);
-      config.progress = std::ref(progress);
-      const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
-                                          trace.source, policy, config.capacity_pages));
-      results.push_back(replay_cache(trace, config));
+    for (const HostTierReplayConfig& host : plan.hosts) {
+      for (std::size_t c = 0; c < plan.capacities.size(); ++c) {
+        CacheReplayConfig config;
+        config.host = host;
+        config.layout = plan.layout;
+        config.model = f.model;
+        config.capacity_pages = plan.capacities[c];
+        config.high_watermark = plan.watermarks[c].high;
+        config.low_watermark = plan.watermarks[c].low;
+        config.policy = policy;
+        if (policy == kBeladyPolicyName) use_belady(config, belady_index);
+        config.progress = std::ref(progress);
+        const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
+                                            trace.source, policy, config.capacity_pages));
+        results.push_back(replay_cache(trace, config));
+      }
     }
   }
   return results;
@@ -353,7 +381,10 @@ bool write_plot(const std::vector<ReplayResult>& results, const Trace& trace,
                 const CommandLine& cli, const ReplayFlags& f, std::ostream& err) {
   std::vector<PlotSeries> series;
   for (const ReplayResult& r : results) {
-    if (series.empty() || series.back().name != r.policy) series.push_back({r.policy, {}});
+    // One line per policy and host capacity; x is the device capacity.
+    const std::string name =
+        r.host.enabled ? fmt::format("{} + host {}", r.policy, host_capacity_text(r)) : r.policy;
+    if (series.empty() || series.back().name != name) series.push_back({name, {}});
     series.back().points.push_back({static_cast<double>(r.capacity_tokens()), r.hit_rate()});
   }
   const std::string svg = render_sweep_svg(

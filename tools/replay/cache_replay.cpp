@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "eviction/cache_budget.h"
 #include "kv_store/page_pool.h"
 #include "radix/radix_tree.h"
+#include "tools/replay/host_tier.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -42,14 +44,28 @@ std::string check_accounting(const PagePool& pool, const RadixTree& tree) {
 // The cache never holds more pages than the trace's prompts have in all, so a larger capacity
 // replays exactly like that many pages: the pool is cut to size instead of allocating bookkeeping
 // for pages that could never be used (--capacity-tokens 4e9 --page-tokens 1).
+// The same holds for the host tier's budget.
+struct TracePages {
+  uint64_t total = 0;    // full prompt pages of the whole trace
+  uint64_t largest = 0;  // of its longest prompt
+};
+
+TracePages trace_pages_of(const Trace& trace, uint32_t page_tokens) {
+  TracePages pages;
+  for (const TraceRequest& r : trace.requests) {
+    pages.total += r.input_tokens / page_tokens;
+    pages.largest = std::max<uint64_t>(pages.largest, r.input_tokens / page_tokens);
+  }
+  return pages;
+}
+
 uint64_t pool_pages_for(const Trace& trace, const CacheReplayConfig& config) {
   if (config.capacity_pages == 0 || config.capacity_pages >= kInvalidPage) {
     throw std::invalid_argument(fmt::format("cache capacity must be between 1 and {} pages, got {}",
                                             kInvalidPage - 1, config.capacity_pages));
   }
-  uint64_t trace_pages = 0;
-  for (const TraceRequest& r : trace.requests)
-    trace_pages += r.input_tokens / config.layout.page_tokens;
+  config.host.validate();
+  const uint64_t trace_pages = trace_pages_of(trace, config.layout.page_tokens).total;
   return std::clamp<uint64_t>(trace_pages, 1, config.capacity_pages);
 }
 
@@ -75,6 +91,7 @@ class CacheReplayer {
         config.model, config.layout, config.capacity_pages);
     result_.high_watermark_pages = budget_.high_pages();
     result_.low_watermark_pages = budget_.low_pages();
+    if (config.host.enabled()) add_host_tier();
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
   }
@@ -82,6 +99,7 @@ class CacheReplayer {
   ReplayResult run();
 
  private:
+  void add_host_tier();
   void replay_request(std::size_t i);
   void finish_run();
 
@@ -90,12 +108,41 @@ class CacheReplayer {
   const uint32_t page_tokens_;
   PagePool pool_;
   const CacheBudget budget_;
+  std::optional<HostTierPages> host_;  // before tree_, which uses it until destroyed
   std::unique_ptr<RadixTree> tree_;
   TokenExpander expander_;
   LatencyRecorder admit_, finish_;
   std::vector<PageId> fresh_;
   ReplayResult result_;
 };
+
+// The host tier under the device pool: its budget cut to the trace's pages as the device's is,
+// and pool room for the largest load (tools/replay/host_tier.h).
+void CacheReplayer::add_host_tier() {
+  const HostTierReplayConfig& host = config_.host;
+  const TracePages pages = trace_pages_of(trace_, page_tokens_);
+  const uint64_t budget_pages = std::clamp<uint64_t>(pages.total, 1, host.capacity_pages);
+  host_.emplace(pool_, budget_pages, std::min<uint64_t>(pages.largest, pool_.capacity_pages()));
+  HostTierSetup setup;
+  setup.pool = host_->pool.get();
+  setup.copier = host_->copier.get();
+  setup.policy = make_policy(host.policy);
+  setup.budget = {budget_pages * pool_.bytes_per_page(), host.high_watermark, host.low_watermark};
+  setup.write = WritePolicy::parse(host.write_policy);
+  HostTierResult& r = result_.host;
+  r.enabled = true;
+  r.capacity_pages = host.capacity_pages;
+  r.policy = host.policy;
+  r.write_policy = setup.write.to_string();
+  tree_->add_host_tier(std::move(setup));
+  // The watermarks of the budget as given, not as cut to the trace.
+  const CacheBudget given(
+      {checked_mul(host.capacity_pages, pool_.bytes_per_page(), "host capacity in bytes"),
+       host.high_watermark, host.low_watermark},
+      pool_.bytes_per_page());
+  r.high_watermark_pages = given.high_pages();
+  r.low_watermark_pages = given.low_pages();
+}
 
 // Steps 1 to 4 of cache_replay.h for request i.
 void CacheReplayer::replay_request(std::size_t i) {
@@ -114,31 +161,48 @@ void CacheReplayer::replay_request(std::size_t i) {
   const MatchResult match = tree_->match(request.ns, tokens, nullptr, hint);
   tree_->lock(match.node);
   const uint32_t matched_pages = match.tokens / page_tokens_;
+  // With a host tier the match ends in a host run, loaded into device pages first.
+  const uint32_t host_run = match.host_tokens() / page_tokens_;
   const uint32_t want = request.input_tokens / page_tokens_ - matched_pages;
   uint32_t got = 0;
-  if (want > 0) {
-    if (pool_.free_pages() < want) tree_->evict_pages(want - pool_.free_pages());
-    got = std::min(want, pool_.free_pages());
-    if (!pool_.allocate(got, fresh_)) throw std::logic_error("cache replay: free pages vanished");
+  if (want + host_run > 0) {
+    const uint32_t need = want + host_run;
+    if (pool_.free_pages() < need) tree_->evict_pages(need - pool_.free_pages());
+    // Free + evictable pages cover any prompt cut to the pool, the matched ones included.
+    if (pool_.free_pages() < host_run) {
+      throw std::logic_error(fmt::format("cache replay: no device room to load request {}", i));
+    }
+    got = std::min(want, pool_.free_pages() - host_run);
+    if (!pool_.allocate(got + host_run, fresh_)) {
+      throw std::logic_error("cache replay: free pages vanished");
+    }
   }
+  if (host_run > 0) tree_->load(match.node, std::span<const PageId>(fresh_).first(host_run));
   const Clock::time_point t1 = Clock::now();
   if (got > 0) {
     // Below the locked match: the matched prefix is not walked a second time.
     const InsertResult inserted = tree_->insert_below(
         match.node,
-        tokens.subspan(size_t{matched_pages} * page_tokens_, size_t{got} * page_tokens_), fresh_,
-        hint);
+        tokens.subspan(size_t{matched_pages} * page_tokens_, size_t{got} * page_tokens_),
+        std::span<const PageId>(fresh_).subspan(host_run), hint);
     if (inserted.cached_tokens != 0) {
       throw std::logic_error(
           fmt::format("cache replay: request {} matched {} tokens but insert found {} more cached",
                       i, match.tokens, inserted.cached_tokens));
     }
-    pool_.release(fresh_);  // the tree holds its own reference now
   }
+  pool_.release(fresh_);  // the tree holds its own reference now
   tree_->unlock(match.node);
   result_.peak_cached_pages = std::max(result_.peak_cached_pages, tree_->cached_pages());
   if (const uint64_t excess = budget_.excess_pages(tree_->cached_pages())) {
     tree_->evict_pages(excess);
+  }
+  if (host_) {
+    tree_->enforce_host_watermarks();
+    result_.host.peak_cached_pages =
+        std::max(result_.host.peak_cached_pages, tree_->host_cached_pages());
+    result_.host.device_hit_tokens += match.device_tokens;
+    result_.host.host_hit_tokens += match.host_tokens();
   }
   admit_.add(t0, t1);
   finish_.add(t1, Clock::now());
@@ -168,8 +232,14 @@ void CacheReplayer::finish_run() {
   result_.evicted_nodes = tree_->stats().evicted_nodes;
   result_.final_cached_pages = tree_->cached_pages();
   result_.accounting_error = check_accounting(pool_, *tree_);
+  if (host_) {
+    result_.host.add_tree_stats(tree_->stats());
+    result_.host.final_cached_pages = tree_->host_cached_pages();
+    if (result_.accounting_error.empty()) result_.accounting_error = check_host_identity(*tree_);
+  }
   tree_.reset();  // releases the tree's reference on every page it still indexes
   result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
+  if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();
 }
 
 }  // namespace

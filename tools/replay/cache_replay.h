@@ -15,6 +15,12 @@
 //      low = 1.0, never triggers: eviction is then only the on-demand eviction of step 2, page by
 //      page, as published hit-rate curves replay. A lower pair keeps headroom (the high one) and
 //      evicts in batches (down to the low one), as an engine with a budget does.
+// With a host tier (CacheReplayConfig::host) step 1's match is a device run, then a host run;
+// step 2 first takes device pages for the host run (evicting as it does for new pages: under
+// write-back, to the host) and loads it, then caches the new pages. Hit tokens count both runs
+// (HostTierResult splits them). The host tier's own watermarks apply after step 4. With LRU on
+// both tiers and write-back this caches exactly what one LRU cache of both sizes caches
+// (docs/tiers.md; tests/test_replay_tiers.cpp).
 // Hit rate = hit tokens / input tokens over the whole trace. Answers are not cached here (engine
 // mode caches them); a partial last page is never cached.
 //
@@ -34,6 +40,7 @@
 
 #include "eviction/eviction_policy.h"
 #include "kv_store/kv_layout.h"
+#include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
 #include "tools/trace/trace.h"
 
@@ -53,6 +60,8 @@ struct CacheReplayConfig {
   // Called with each request's index (trace order) before it runs: how an offline policy that
   // knows the future (tools/replay/belady_policy.h) learns where the replay stands.
   std::function<void(std::size_t)> before_request;
+  // A host tier under the cache (tools/replay/host_tier.h): off unless its capacity is set.
+  HostTierReplayConfig host;
   // Called every 256 requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "kv_store/page_pool.h"
@@ -40,6 +44,7 @@ struct CacheSide {
   std::string accounting_error;
   double wall_seconds = 0;
   LatencyRecorder admit, finish;
+  HostTierResult host;  // with a host tier
 };
 
 // Request indices in arrival order: trace order where arrival times agree with it, and a stable
@@ -95,18 +100,27 @@ std::string check_accounting(PrefixCacheRuntime& runtime) {
 // the cost model, the clock jumping to the next arrival when the engine is idle.
 class EngineRunner {
  public:
+  // `host`: the host tier under the pool (nullptr: none).
   EngineRunner(const Trace& trace, const EngineReplayConfig& config,
-               const std::vector<uint32_t>& order, bool use_cache)
+               const std::vector<uint32_t>& order, bool use_cache,
+               const HostTierReplayConfig* host = nullptr)
       : trace_(trace),
         config_(config),
         order_(order),
         pool_(config.layout, static_cast<uint32_t>(config.pool_pages)),
+        host_pages_(host_pages(pool_, trace, host)),
         runtime_(std::make_unique<PrefixCacheRuntime>(
-            pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy})),
+            pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy},
+            tier_config(host, host_pages_.get()))),
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
     ttft_.reserve(trace.requests.size());
+    if (host_pages_) {
+      copies_.emplace(pool_.bytes_per_page(), host->h2d_gbps, host->d2h_gbps);
+      scheduler_->set_load_gate({[this](uint64_t id, const AdmitResult& r) { admitted(id, r); },
+                                 [this](uint64_t id) { return load_ready(id); }});
+    }
   }
 
   EngineRun run(CacheSide& side);
@@ -121,7 +135,14 @@ class EngineRunner {
     sched.time_calls = true;
     return sched;
   }
+  static std::unique_ptr<HostTierPages> host_pages(const PagePool& pool, const Trace& trace,
+                                                   const HostTierReplayConfig* host);
+  static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages);
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
+  uint64_t new_written_pages();
+  void admitted(uint64_t id, const AdmitResult& r);
+  bool load_ready(uint64_t id);
+  bool wait_for_copies();
   void submit(uint32_t index);
   void step();
   void finish(CacheSide& side);
@@ -130,13 +151,82 @@ class EngineRunner {
   const EngineReplayConfig& config_;
   const std::vector<uint32_t>& order_;
   PagePool pool_;
+  std::unique_ptr<HostTierPages> host_pages_;  // outlives runtime_
   std::unique_ptr<PrefixCacheRuntime> runtime_;
   std::unique_ptr<Scheduler> scheduler_;
   TokenExpander expander_;
   std::vector<double> ttft_;
   EngineRun run_;
   double now_ = 0, last_finish_ = 0;
+  // With a host tier: the copy engines, and when each admitted request's copies are done.
+  std::optional<CopyEngine> copies_;
+  std::unordered_map<uint64_t, double> copies_done_;
+  uint64_t written_seen_ = 0;
+  std::size_t next_arrival_ = 0;  // position in order_ of the next request to submit
 };
+
+std::unique_ptr<HostTierPages> EngineRunner::host_pages(const PagePool& pool, const Trace& trace,
+                                                        const HostTierReplayConfig* host) {
+  if (host == nullptr || !host->enabled()) return nullptr;
+  // Room for one load beyond the budget: the longest prompt, or the whole pool if smaller.
+  uint64_t largest = 0;
+  for (const TraceRequest& r : trace.requests)
+    largest = std::max<uint64_t>(largest, r.input_tokens);
+  return std::make_unique<HostTierPages>(
+      pool, host->capacity_pages,
+      std::min<uint64_t>(largest / pool.layout().page_tokens, pool.capacity_pages()));
+}
+
+TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages) {
+  TierConfig tiers;
+  if (pages == nullptr) return tiers;
+  tiers.host.pool = pages->pool.get();
+  tiers.host.copier = pages->copier.get();
+  tiers.host.cache_bytes = host->capacity_pages * pages->pool->bytes_per_page();
+  tiers.host.high_watermark = host->high_watermark;
+  tiers.host.low_watermark = host->low_watermark;
+  tiers.host.policy = host->policy;
+  tiers.host.write_policy = host->write_policy;
+  return tiers;
+}
+
+// Device pages copied to the host since the last call: each such copy occupies the D2H engine.
+uint64_t EngineRunner::new_written_pages() {
+  const uint64_t written = runtime_->tree().stats().written_pages;
+  const uint64_t fresh = written - written_seen_;
+  written_seen_ = written;
+  return fresh;
+}
+
+// An admission at now_: the write-backs that made room for it, then its load, each on its engine.
+void EngineRunner::admitted(uint64_t id, const AdmitResult& r) {
+  const double written = copies_->write(now_, new_written_pages());
+  copies_done_[id] = copies_->load(written, r.host_hit_tokens / runtime_->page_tokens());
+}
+
+bool EngineRunner::load_ready(uint64_t id) {
+  const auto it = copies_done_.find(id);
+  if (it == copies_done_.end()) return true;
+  if (it->second > now_) return false;
+  copies_done_.erase(it);
+  return true;
+}
+
+// A step that did nothing while requests wait for their copies: the clock moves to the first
+// copy done (or the next arrival, if sooner). False when no request waits.
+bool EngineRunner::wait_for_copies() {
+  if (scheduler_->loading() == 0) return false;
+  double next = std::numeric_limits<double>::infinity();
+  for (const auto& [id, done] : copies_done_) {
+    if (done > now_) next = std::min(next, done);
+  }
+  if (next_arrival_ < order_.size() && arrival(next_arrival_) > now_) {
+    next = std::min(next, arrival(next_arrival_));
+  }
+  if (!std::isfinite(next) || next <= now_) return false;
+  now_ = next;
+  return true;
+}
 
 void EngineRunner::submit(uint32_t index) {
   const TraceRequest& r = trace_.requests[index];
@@ -153,6 +243,8 @@ void EngineRunner::submit(uint32_t index) {
 
 void EngineRunner::step() {
   runtime_->set_now(now_);  // the priority policy's retention runs on the simulated clock
+  // Write-backs of the previous step's commits and finishes occupy the D2H engine from now.
+  if (copies_) copies_->write(now_, new_written_pages());
   const StepReport& step = scheduler_->step();
   now_ += config_.cost.step_seconds(step.prefill_tokens, step.decode_tokens);
   for (uint64_t id : step.first_token) ttft_.push_back(now_ - trace_.requests[id].arrival_s);
@@ -162,8 +254,8 @@ void EngineRunner::step() {
   // The batch this step ran: what still runs, and what finished in it (prefilled and done in one
   // step included).
   run_.peak_running = std::max<uint64_t>(run_.peak_running, step.running + step.finished.size());
-  if (!step.worked() && step.admitted.empty() && step.preempted.empty() &&
-      step.finished.empty() && step.rejected.empty()) {
+  if (!step.worked() && step.admitted.empty() && step.preempted.empty() && step.finished.empty() &&
+      step.rejected.empty() && !wait_for_copies()) {
     throw std::logic_error(
         fmt::format("engine replay: the scheduler made no progress with {} running and {} waiting",
                     scheduler_->running(), scheduler_->waiting()));
@@ -175,7 +267,7 @@ EngineRun EngineRunner::run(CacheSide& side) {
   const Clock::time_point start = Clock::now();
   const double first_arrival = total == 0 ? 0.0 : arrival(0);
   now_ = last_finish_ = first_arrival;
-  std::size_t next = 0;
+  std::size_t& next = next_arrival_;
   uint64_t reported = 0;
   while (next < total || !scheduler_->idle()) {
     while (next < total && arrival(next) <= now_ && scheduler_->waiting() < config_.window) {
@@ -187,6 +279,10 @@ EngineRun EngineRunner::run(CacheSide& side) {
     }
     step();
     side.peak_cached_pages = std::max(side.peak_cached_pages, runtime_->tree().cached_pages());
+    if (host_pages_) {
+      side.host.peak_cached_pages =
+          std::max(side.host.peak_cached_pages, runtime_->tree().host_cached_pages());
+    }
     if (config_.progress && run_.finished - reported >= 4096) {
       reported = run_.finished;
       config_.progress(run_.finished, total);
@@ -219,9 +315,19 @@ void EngineRunner::finish(CacheSide& side) {
   side.high_watermark_pages = runtime_->budget().high_pages();
   side.low_watermark_pages = runtime_->budget().low_pages();
   side.accounting_error = check_accounting(*runtime_);
+  if (host_pages_) {
+    side.host.enabled = true;
+    side.host.host_hit_tokens = stats.host_hit_tokens;
+    side.host.device_hit_tokens = stats.hit_tokens - stats.host_hit_tokens;
+    side.host.add_tree_stats(runtime_->tree().stats());
+    side.host.final_cached_pages = runtime_->tree().host_cached_pages();
+  }
   scheduler_.reset();
   runtime_.reset();  // the tree releases every page it still indexes
   side.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
+  if (host_pages_) {
+    side.pages_leaked += host_pages_->pool->capacity_pages() - host_pages_->pool->free_pages();
+  }
 }
 
 }  // namespace
@@ -235,6 +341,7 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   SchedulerConfig::from_schedule(config.schedule);  // a bad name throws before anything runs
   config.scheduler.validate();
   make_policy(config.policy);
+  config.host.validate();
   check_fits(trace, config);
 
   ReplayResult result = start_replay_result("engine", config.policy, trace, config.model,
@@ -247,17 +354,22 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   engine.chunk_tokens = config.scheduler.chunk_tokens;
   engine.cost = config.cost;
   const std::vector<uint32_t> order = arrival_order(trace, engine.out_of_order);
-  engine.run = EngineRunner(trace, config, order, !config.no_cache).run(side);
-  if (!config.no_cache && config.compare_no_cache) {
+  const bool host = config.host.enabled() && !config.no_cache;
+  engine.run =
+      EngineRunner(trace, config, order, !config.no_cache, host ? &config.host : nullptr).run(side);
+  // A baseline's leaks and accounting errors count as the primary run's.
+  const auto baseline = [&](bool use_cache, const char* what) {
     CacheSide baseline_side;
-    engine.no_cache = EngineRunner(trace, config, order, false).run(baseline_side);
-    if (baseline_side.pages_leaked != 0 || !baseline_side.accounting_error.empty()) {
-      side.pages_leaked += baseline_side.pages_leaked;
-      if (side.accounting_error.empty() && !baseline_side.accounting_error.empty()) {
-        side.accounting_error = "run with caching off: " + baseline_side.accounting_error;
-      }
+    EngineRun run = EngineRunner(trace, config, order, use_cache).run(baseline_side);
+    side.pages_leaked += baseline_side.pages_leaked;
+    if (side.accounting_error.empty() && !baseline_side.accounting_error.empty()) {
+      side.accounting_error = fmt::format("run {}: {}", what, baseline_side.accounting_error);
     }
-  }
+    return run;
+  };
+  if (host && config.compare_no_cache) engine.device_only = baseline(true, "without the host tier");
+  if (!config.no_cache && config.compare_no_cache)
+    engine.no_cache = baseline(false, "with caching off");
 
   result.high_watermark_pages = side.high_watermark_pages;
   result.low_watermark_pages = side.low_watermark_pages;
@@ -269,6 +381,19 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   result.final_cached_pages = side.final_cached_pages;
   result.pages_leaked = side.pages_leaked;
   result.accounting_error = side.accounting_error;
+  if (host) {
+    result.host = side.host;
+    result.host.capacity_pages = config.host.capacity_pages;
+    result.host.policy = config.host.policy;
+    result.host.write_policy = WritePolicy::parse(config.host.write_policy).to_string();
+    const CacheBudget budget({config.host.capacity_pages * config.layout.bytes_per_page(),
+                              config.host.high_watermark, config.host.low_watermark},
+                             config.layout.bytes_per_page());
+    result.host.high_watermark_pages = budget.high_pages();
+    result.host.low_watermark_pages = budget.low_pages();
+    engine.h2d_gbps = config.host.h2d_gbps;
+    engine.d2h_gbps = config.host.d2h_gbps;
+  }
   result.wall_seconds = side.wall_seconds;
   result.cache_seconds = side.admit.total_seconds() + side.finish.total_seconds();
   result.admit = side.admit.summary();

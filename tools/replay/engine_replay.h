@@ -16,6 +16,14 @@
 //   - Time to first token = end of the step that computed the last prompt token - arrival.
 //   - A request that could never fit the pool (Scheduler::pages_needed above capacity) is an
 //     error before anything runs: PoolTooSmall, naming the request and what it needs.
+//   - With a host tier (EngineReplayConfig::host), every admission's copies are priced on a copy
+//     engine per direction (CopyEngine): first the write-backs of the eviction that made room for
+//     it (D2H), then its load (H2D); its prefill starts in the first step that begins once they
+//     are done (Scheduler's LoadGate), while other requests compute. Write-backs at other times
+//     (commits, finishes, decode) occupy the D2H engine without delaying anyone. When every
+//     running request waits for copies and nothing arrives sooner, the clock jumps to the first
+//     copy done. A request matching pages another one is still loading does not wait for them
+//     (the runtime's copier is instant; the simulated clock does not track pages).
 //   - At the end the run checks, with no live sequence: check_accounting() (refcounts, the
 //     identity capacity = free + cached + private, tree.verify()), then destroys the runtime and
 //     counts every page not back on the free list as leaked.
@@ -28,6 +36,7 @@
 
 #include "kv_store/kv_layout.h"
 #include "sim/scheduler.h"
+#include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
 #include "tools/trace/trace.h"
 
@@ -47,6 +56,9 @@ struct EngineReplayConfig {
   uint32_t window = 4096;        // requests waiting inside the scheduler at most
   bool compare_no_cache = true;  // also run with caching off and report it side by side
   bool no_cache = false;         // run only with caching off
+  // A host tier under the pool (tools/replay/host_tier.h), its copies priced on a copy engine
+  // that overlaps compute; compare_no_cache then also runs without it (EngineResult::device_only).
+  HostTierReplayConfig host;
   // Called every few thousand requests finished and once at the end: (finished, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <utility>
+#include <vector>
+
 #include "tools/replay/replay_report.h"
 
 namespace radixkv::tools {
@@ -52,12 +55,27 @@ std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
         "arrival order\n",
         "arrival order", group_digits(e.out_of_order));
   }
+  // Columns: the run, then its baselines. A host tier adds the device-only run between them.
+  std::vector<std::pair<std::string_view, const EngineRun*>> columns;
   const EngineRun* cached = e.run.cache ? &e.run : nullptr;
   const EngineRun* plain = e.run.cache ? (e.no_cache ? &*e.no_cache : nullptr) : &e.run;
-  out += fmt::format("  {:<26} {:>16} {:>16}\n", "simulated engine", "with cache", "no cache");
+  if (e.device_only) {
+    columns = {{"with host tier", cached}, {"device only", &*e.device_only}, {"no cache", plain}};
+    out += fmt::format(
+        "  {:<18} host to device {} GB/s, device to host {} GB/s, overlapping compute\n",
+        "copy engines", e.h2d_gbps, e.d2h_gbps);
+  } else {
+    columns = {{"with cache", cached}, {"no cache", plain}};
+  }
+  out += fmt::format("  {:<26}", "simulated engine");
+  for (const auto& [title, run] : columns) out += fmt::format(" {:>16}", title);
+  out += "\n";
   const auto row = [&](std::string_view label, auto value) {
-    out += fmt::format("  {:<26} {:>16} {:>16}\n", label, cached ? value(*cached) : "-",
-                       plain ? value(*plain) : "-");
+    out += fmt::format("  {:<26}", label);
+    for (const auto& [title, run] : columns) {
+      out += fmt::format(" {:>16}", run ? value(*run) : std::string("-"));
+    }
+    out += "\n";
   };
   const auto seconds = [](double s) { return fmt::format("{:.3f} s", s); };
   row("hit rate", [&](const EngineRun& r) {
@@ -92,6 +110,12 @@ void add_engine_json(Json& out, const EngineResult& e, uint64_t input_tokens) {
                        {"decode_s_per_step", e.cost.decode_s_per_step},
                        {"decode_s_per_seq", e.cost.decode_s_per_seq}};
   add_run_json(out, e.run);
+  if (e.device_only) {
+    out["copy_engines"] = {{"h2d_gbps", e.h2d_gbps}, {"d2h_gbps", e.d2h_gbps}};
+    Json device_only = {{"hit_rate", ratio(e.device_only->hit_tokens, input_tokens)}};
+    add_run_json(device_only, *e.device_only);
+    out["device_only"] = std::move(device_only);
+  }
   if (e.no_cache) {
     Json baseline = {{"hit_rate", ratio(e.no_cache->hit_tokens, input_tokens)}};
     add_run_json(baseline, *e.no_cache);

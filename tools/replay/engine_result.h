@@ -62,6 +62,10 @@ struct EngineResult {
   uint64_t out_of_order = 0;  // requests that arrive before one written above them in the trace
   EngineRun run;              // the run the rest of the report describes
   std::optional<EngineRun> no_cache;  // the same trace with caching off, side by side
+  // With a host tier: the same trace on the device pool alone, side by side, and the copy
+  // bandwidths (GB/s) the run was priced with.
+  std::optional<EngineRun> device_only;
+  double h2d_gbps = 0, d2h_gbps = 0;
 };
 
 }  // namespace radixkv::tools

@@ -4,7 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "tools/replay/engine_report.h"
+#include "tools/replay/host_tier_report.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -71,6 +74,7 @@ std::string format_report_text(const ReplayResult& r) {
   line("hit rate", fmt::format("{:.2f} % of input tokens", 100.0 * r.hit_rate()));
   line("tokens reused", fmt::format("{} ({} of KV not recomputed)", group_digits(r.hit_tokens),
                                     format_bytes(r.hit_bytes())));
+  out += format_host_tier_text(r);
   line("pages inserted", group_digits(r.inserted_pages));
   if (r.uncached_pages > 0) {
     line("pages not cached",
@@ -133,6 +137,7 @@ Json report_json(const ReplayResult& r) {
       {"admit_us", latency_json(r.admit)},
       {"finish_us", latency_json(r.finish)},
   };
+  add_host_tier_json(out, r);
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
   return out;
 }
@@ -142,14 +147,21 @@ Json report_json(const ReplayResult& r) {
 std::string format_report_json(const ReplayResult& r) { return dump(report_json(r)); }
 
 std::string format_sweep_text(const std::vector<ReplayResult>& results) {
-  std::string out =
-      fmt::format("{:<10} {:>16} {:>12} {:>10} {:>14} {:>9} {:>7}\n", "policy", "capacity tokens",
-                  "cache bytes", "hit rate", "evicted pages", "wall s", "leaked");
+  // A host capacity column only when a run has a host tier: a one-tier table stays as it was.
+  const bool tiers = std::any_of(results.begin(), results.end(),
+                                 [](const ReplayResult& r) { return r.host.enabled; });
+  const auto host_column = [&](const std::string& text) {
+    return tiers ? fmt::format(" {:>16}", text) : std::string();
+  };
+  std::string out = fmt::format("{:<10} {:>16}{} {:>12} {:>10} {:>14} {:>9} {:>7}\n", "policy",
+                                "capacity tokens", host_column("host tokens"), "cache bytes",
+                                "hit rate", "evicted pages", "wall s", "leaked");
   for (const ReplayResult& r : results) {
-    out += fmt::format("{:<10} {:>16} {:>12} {:>9.2f}% {:>14} {:>9.3f} {:>7}\n", r.policy,
-                       group_digits(r.capacity_tokens()), format_bytes(r.capacity_bytes()),
-                       100.0 * r.hit_rate(), group_digits(r.evicted_pages), r.wall_seconds,
-                       r.pages_leaked);
+    out += fmt::format("{:<10} {:>16}{} {:>12} {:>9.2f}% {:>14} {:>9.3f} {:>7}\n", r.policy,
+                       group_digits(r.capacity_tokens()),
+                       host_column(r.host.enabled ? host_capacity_text(r) : "0"),
+                       format_bytes(r.capacity_bytes()), 100.0 * r.hit_rate(),
+                       group_digits(r.evicted_pages), r.wall_seconds, r.pages_leaked);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include "kv_store/kv_layout.h"
 #include "tools/replay/engine_result.h"
+#include "tools/replay/host_tier.h"
 #include "tools/replay/latency.h"
 #include "tools/trace/trace.h"
 #include "tools/trace/units.h"
@@ -46,6 +47,7 @@ struct ReplayResult {
   LatencySummary admit;      // match, lock, allocate (evicting as needed)
   LatencySummary finish;     // insert, unlock, release
 
+  HostTierResult host;  // with a host tier only (host.enabled)
   EngineResult engine;  // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
 
   double hit_rate() const {
