@@ -372,3 +372,46 @@ TEST_CASE("engine mode: the host tier's copies delay only the request that waits
   CHECK(fast.engine.run.ttft_max_s == doctest::Approx(prefill + 2e-4).epsilon(1e-6));
   CHECK(fast.engine.run.ttft_p50_s < prefill + 0.001);
 }
+
+TEST_CASE("engine mode: requests that need no copy compute while another one loads") {
+  // As above (1 s per 512 prefill tokens, H2D 2 s per page), but a pool of 8 pages whose
+  // watermarks (0.25: 2 pages) send finished prompts to the host, so no admission waits for a
+  // write-back:
+  //   R0 at 0, R1 at 10: 1025 tokens each, TTFT 2.00195 s. R1's finish takes the cache past the
+  //                      high watermark: R0's 2 pages go to the host.
+  //   R2 at 20:          R0's prompt: it loads 2 pages, H2D 20 -> 24, then computes 1 token:
+  //                      TTFT 4.00195 s.
+  //   R3 at 20:          a new prompt, admitted in the same step: it computes at once, alone,
+  //                      TTFT 2.00195 s.
+  // Without the host tier R2 computes its whole prompt beside R3: one step of 2050 tokens,
+  // TTFT 4.0039 s for both.
+  const Trace trace = parse_mooncake(
+      "{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
+      "{\"timestamp\": 10000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [4, 5, "
+      "6]}\n"
+      "{\"timestamp\": 20000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2, "
+      "7]}\n"
+      "{\"timestamp\": 20000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [8, 9, "
+      "10]}\n",
+      "hand-worked");
+  EngineReplayConfig config;
+  config.layout = KvLayout{1, 1, 1, 2, 512};
+  config.pool_pages = 8;
+  config.high_watermark = config.low_watermark = 0.25;
+  config.schedule = "fcfs";
+  config.cost = {1.0 / 512, 0.0, 0.0};
+  config.host.capacity_pages = 4;
+  config.host.h2d_gbps = 1024 / 1e9;
+  const ReplayResult r = replay_engine(trace, config);
+  REQUIRE(r.ok());
+  const double prefill = 1025.0 / 512;
+  // R1's, R3's and R2's finishes each send the 2 least recent pages to the host.
+  CHECK(r.host.written_pages == 6);
+  CHECK(r.host.loaded_pages == 2);
+  CHECK(r.engine.run.ttft_max_s == doctest::Approx(4 + 1.0 / 512));
+  CHECK(r.engine.run.ttft_p50_s == doctest::Approx(prefill));
+  CHECK(r.engine.run.ttft_mean_s == doctest::Approx((3 * prefill + 4 + 1.0 / 512) / 4));
+  REQUIRE(r.engine.device_only);
+  CHECK(r.engine.device_only->ttft_max_s == doctest::Approx(2 * prefill));
+  CHECK(r.engine.device_only->ttft_mean_s == doctest::Approx((2 * prefill + 2 * 2 * prefill) / 4));
+}
