@@ -9,6 +9,8 @@
 // request in total. Engine mode: the copy engine against a hand-worked schedule.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -79,6 +81,34 @@ void check_hierarchy(const Trace& trace, uint32_t page_tokens, OracleTotals& tot
       totals.host_evictions += two.host.host_evictions;
     }
   }
+}
+
+// The hand-worked engine schedules: 512-token pages of 2048 bytes, prefill 1 s per 512 tokens,
+// decode free, H2D 2 s per page and D2H 1 s per page; a host tier of 4 pages.
+EngineReplayConfig hand_worked_engine(uint64_t pool_pages, double watermark) {
+  EngineReplayConfig config;
+  config.layout = KvLayout{1, 1, 1, 2, 512};
+  config.pool_pages = pool_pages;
+  config.high_watermark = config.low_watermark = watermark;
+  config.schedule = "fcfs";
+  config.cost = {1.0 / 512, 0.0, 0.0};
+  config.host.capacity_pages = 4;
+  config.host.d2h_gbps = 2048 / 1e9;
+  config.host.h2d_gbps = 1024 / 1e9;
+  return config;
+}
+
+// A Mooncake trace of 1025-token prompts (2 full pages and 1 token) with 1-token answers, one per
+// (arrival second, first hash id): ids first, first + 1, first + 2.
+Trace prompts_of_1025_tokens(std::initializer_list<std::pair<int, int>> requests) {
+  std::string text;
+  for (const auto& [second, id] : requests) {
+    text += fmt::format(
+        "{{\"timestamp\": {}, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": "
+        "[{}, {}, {}]}}\n",
+        second * 1000, id, id + 1, id + 2);
+  }
+  return parse_mooncake(text, "hand-worked");
 }
 
 std::vector<Trace> sample_traces() {
@@ -325,8 +355,8 @@ TEST_CASE("copy engine: each direction runs its copies in turn, overlapping comp
 }
 
 TEST_CASE("engine mode: the host tier's copies delay only the request that waits for them") {
-  // Pages of 512 tokens, 2048 bytes; prefill 1 s per 512 tokens, decode free; D2H 1 s per page,
-  // H2D 2 s per page; a device pool of 3 pages, a host tier of 4. Each request has 1025 prompt
+  // hand_worked_engine(): prefill 1 s per 512 tokens, decode free, D2H 1 s per page, H2D 2 s
+  // per page, a host tier of 4 pages; here a device pool of 3 pages. Each request has 1025 prompt
   // tokens (2 full pages and 1 token) and a 1-token answer, so it finishes in the step that
   // prefills it and caches its 2 full pages.
   //   R0 at 0:  nothing cached. Prefill 1025 tokens: TTFT 1025/512 = 2.00195 s.
@@ -335,22 +365,9 @@ TEST_CASE("engine mode: the host tier's copies delay only the request that waits
   //   R2 at 20: R0's prompt again: its 2 pages are on the host. Room for them evicts R1's 2 pages:
   //             D2H 20 -> 22, then the load H2D 22 -> 26; prefill of 1 token: TTFT 6.00195 s.
   // Without the host tier R0's pages are gone by R2 and every request computes 1025 tokens.
-  const Trace trace = parse_mooncake(
-      "{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
-      "{\"timestamp\": 10000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [4, 5, "
-      "6]}\n"
-      "{\"timestamp\": 20000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2, "
-      "7]}\n",
-      "hand-worked");
-  EngineReplayConfig config;
-  config.layout = KvLayout{1, 1, 1, 2, 512};
-  config.pool_pages = 3;
-  config.high_watermark = config.low_watermark = 1.0;
-  config.schedule = "fcfs";
-  config.cost = {1.0 / 512, 0.0, 0.0};
-  config.host.capacity_pages = 4;
-  config.host.d2h_gbps = 2048 / 1e9;
-  config.host.h2d_gbps = 1024 / 1e9;
+  // R2 repeats R0's prompt; its last token is computed either way (the admit cut).
+  const Trace trace = prompts_of_1025_tokens({{0, 1}, {10, 4}, {20, 1}});
+  EngineReplayConfig config = hand_worked_engine(3, 1.0);
   const ReplayResult r = replay_engine(trace, config);
   REQUIRE(r.ok());
   const double prefill = 1025.0 / 512;
@@ -385,23 +402,8 @@ TEST_CASE("engine mode: requests that need no copy compute while another one loa
   //                      TTFT 2.00195 s.
   // Without the host tier R2 computes its whole prompt beside R3: one step of 2050 tokens,
   // TTFT 4.0039 s for both.
-  const Trace trace = parse_mooncake(
-      "{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n"
-      "{\"timestamp\": 10000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [4, 5, "
-      "6]}\n"
-      "{\"timestamp\": 20000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [1, 2, "
-      "7]}\n"
-      "{\"timestamp\": 20000, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [8, 9, "
-      "10]}\n",
-      "hand-worked");
-  EngineReplayConfig config;
-  config.layout = KvLayout{1, 1, 1, 2, 512};
-  config.pool_pages = 8;
-  config.high_watermark = config.low_watermark = 0.25;
-  config.schedule = "fcfs";
-  config.cost = {1.0 / 512, 0.0, 0.0};
-  config.host.capacity_pages = 4;
-  config.host.h2d_gbps = 1024 / 1e9;
+  const Trace trace = prompts_of_1025_tokens({{0, 1}, {10, 4}, {20, 1}, {20, 8}});
+  const EngineReplayConfig config = hand_worked_engine(8, 0.25);
   const ReplayResult r = replay_engine(trace, config);
   REQUIRE(r.ok());
   const double prefill = 1025.0 / 512;

@@ -8,6 +8,7 @@
 
 #include "eviction/cache_budget.h"
 #include "kv_store/page_backend.h"
+#include "tools/cli/flags.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -84,6 +85,12 @@ uint64_t pages_for_capacity(std::string_view text, const KvLayout& layout, std::
   } catch (const UsageError& e) {
     const std::string reason = e.what();
     throw UsageError(reason.starts_with(flag) ? reason : fmt::format("{}: {}", flag, reason));
+  }
+}
+
+void parse_capacity_list(const std::string& text) {
+  for (const std::string& item : split_list(text)) {
+    has_byte_unit(item) ? parse_size(item) : parse_count(item);
   }
 }
 

@@ -24,6 +24,9 @@ uint64_t pages_for_tokens(uint64_t tokens, const KvLayout& layout, std::string_v
 uint64_t pages_for_bytes(uint64_t bytes, const KvLayout& layout, std::string_view flag);
 // A --sweep entry: tokens ("1e6") or bytes ("8GiB").
 uint64_t pages_for_capacity(std::string_view text, const KvLayout& layout, std::string_view flag);
+// Checks every entry of a capacity list ("1e6,8GiB": --sweep, --sweep-host); UsageError with the
+// reason for the first bad one.
+void parse_capacity_list(const std::string& text);
 
 struct WatermarkFractions {
   double high = 1.0;

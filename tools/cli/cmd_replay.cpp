@@ -110,11 +110,7 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   cli.text("--sweep", f.sweep, "CAP,CAP,...",
            "replay at each capacity (tokens like 1e6, or bytes like 8GiB); prints a table, writes "
            "a plot")
-      ->check(units_validator([](const std::string& v) {
-        for (const std::string& item : split_list(v)) {
-          has_byte_unit(item) ? parse_size(item) : parse_count(item);
-        }
-      }));
+      ->check(units_validator(parse_capacity_list));
   cli.text("--plot", f.plot, "PATH",
            fmt::format("where --sweep writes its SVG plot (default {})", kDefaultPlot));
   cli.text("--config", f.config, "FILE",

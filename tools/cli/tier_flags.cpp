@@ -44,11 +44,7 @@ void declare_tier_flags(CommandLine& cli, TierFlags& f) {
   cli.text("--sweep-host", f.sweep_host, "CAP,CAP,...",
            "with --sweep: also at each host capacity (tokens like 9e6, bytes like 1TiB; 0 for "
            "none); the plot draws one line per host capacity")
-      ->check(units_validator([](const std::string& v) {
-        for (const std::string& item : split_list(v)) {
-          has_byte_unit(item) ? parse_size(item) : parse_count(item);
-        }
-      }));
+      ->check(units_validator(parse_capacity_list));
   cli.real("--h2d-gbps", f.h2d_gbps, "GB/S",
            fmt::format("engine mode, host tier: host-to-device copy bandwidth in GB/s (default {}, "
                        "PCIe Gen5 x16)",
