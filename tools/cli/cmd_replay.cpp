@@ -57,7 +57,8 @@ constexpr const char* kDescription =
     "(docs/engine.md) serves the trace with the reference batch scheduler on one KV pool\n"
     "(--pool-bytes) and a simulated clock, and reports time to first token and throughput with\n"
     "the cache and without it, side by side. Budget flags may also come from --config FILE\n"
-    "(TOML; docs/trace_format.md), flags winning.";
+    "(TOML; docs/trace_format.md), flags winning. --host-capacity-tokens puts a host tier under\n"
+    "the cache in either mode (docs/tiers.md).";
 
 struct ReplayFlags {
   std::string trace, format, mode = "cache", model = kDefaultModel, policy = "lru";

@@ -168,13 +168,18 @@ class EngineRunner {
 std::unique_ptr<HostTierPages> EngineRunner::host_pages(const PagePool& pool, const Trace& trace,
                                                         const HostTierReplayConfig* host) {
   if (host == nullptr || !host->enabled()) return nullptr;
-  // Room for one load beyond the budget: the longest prompt, or the whole pool if smaller.
-  uint64_t largest = 0;
-  for (const TraceRequest& r : trace.requests)
-    largest = std::max<uint64_t>(largest, r.input_tokens);
-  return std::make_unique<HostTierPages>(
-      pool, host->capacity_pages,
-      std::min<uint64_t>(largest / pool.layout().page_tokens, pool.capacity_pages()));
+  // The host never holds more than every page the trace's requests hold, so a larger budget is
+  // cut to that (the same run, without bookkeeping for pages never used). The pool has room for
+  // one load beyond it: the longest prompt, or the whole device pool if smaller.
+  const uint32_t page_tokens = pool.layout().page_tokens;
+  uint64_t trace_pages = 0, largest = 0;
+  for (const TraceRequest& r : trace.requests) {
+    trace_pages += Scheduler::pages_needed(r.input_tokens, r.output_tokens, page_tokens);
+    largest = std::max<uint64_t>(largest, r.input_tokens / page_tokens);
+  }
+  return std::make_unique<HostTierPages>(pool,
+                                         std::clamp<uint64_t>(trace_pages, 1, host->capacity_pages),
+                                         std::min<uint64_t>(largest, pool.capacity_pages()));
 }
 
 TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages) {
@@ -182,7 +187,7 @@ TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierP
   if (pages == nullptr) return tiers;
   tiers.host.pool = pages->pool.get();
   tiers.host.copier = pages->copier.get();
-  tiers.host.cache_bytes = host->capacity_pages * pages->pool->bytes_per_page();
+  tiers.host.cache_bytes = pages->budget_pages * pages->pool->bytes_per_page();
   tiers.host.high_watermark = host->high_watermark;
   tiers.host.low_watermark = host->low_watermark;
   tiers.host.policy = host->policy;

@@ -40,8 +40,8 @@ void HostTierResult::add_tree_stats(const TreeStats& stats) {
   skipped_writes = stats.skipped_writes;
 }
 
-HostTierPages::HostTierPages(const PagePool& device, uint64_t budget_pages,
-                             uint64_t load_room_pages) {
+HostTierPages::HostTierPages(const PagePool& device, uint64_t budget, uint64_t load_room_pages)
+    : budget_pages(budget) {
   const uint64_t pages = budget_pages + load_room_pages;
   if (pages >= kInvalidPage) {
     throw std::invalid_argument(fmt::format(

@@ -60,6 +60,7 @@ struct HostTierResult {
 // budget, and the copier between it and the device pool.
 struct HostTierPages {
   HostTierPages(const PagePool& device, uint64_t budget_pages, uint64_t load_room_pages);
+  uint64_t budget_pages;
   std::unique_ptr<PagePool> pool;
   std::unique_ptr<PageCopier> copier;
 };

@@ -29,10 +29,6 @@ std::string format_host_tier_text(const ReplayResult& r) {
                    group_digits(h.capacity_pages),
                    format_bytes(r.pages_bytes(h.capacity_pages, "host capacity")), h.policy,
                    h.write_policy));
-  line("host watermarks",
-       fmt::format("high {} pages, low {} pages{}", group_digits(h.high_watermark_pages),
-                   group_digits(h.low_watermark_pages),
-                   h.high_watermark_pages >= h.capacity_pages ? " (eviction on demand only)" : ""));
   line("hits by tier",
        fmt::format("device {} tokens ({:.2f} %), host {} tokens ({:.2f} %) of input tokens",
                    group_digits(h.device_hit_tokens), percent(h.device_hit_tokens, r.input_tokens),
