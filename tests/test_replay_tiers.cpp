@@ -417,3 +417,37 @@ TEST_CASE("engine mode: requests that need no copy compute while another one loa
   CHECK(r.engine.device_only->ttft_max_s == doctest::Approx(2 * prefill));
   CHECK(r.engine.device_only->ttft_mean_s == doctest::Approx((2 * prefill + 2 * 2 * prefill) / 4));
 }
+
+TEST_CASE("engine mode: a host tier under memory pressure leaks nothing in either tier") {
+  // A small pool, slow copies and every write policy: requests wait for loads, are preempted while
+  // they wait, and are readmitted; the run must end with both identities and no page held.
+  GenConfig gen = radixkv::testing::small_gen_config(5);
+  gen.conversations = 60;
+  gen.system_prompts = 3;
+  const Trace trace = radixkv::testing::generated_trace(gen);
+  uint64_t largest = 0;
+  for (const TraceRequest& r : trace.requests) {
+    largest = std::max(largest, Scheduler::pages_needed(r.input_tokens, r.output_tokens, 4));
+  }
+  uint64_t preempted = 0, loaded = 0;
+  for (const char* write_policy : {"write_back", "write_through", "write_through_selective"}) {
+    EngineReplayConfig config;
+    config.layout = KvLayout{1, 1, 1, 2, 4};
+    config.pool_pages = largest + 8;  // the largest request fits, with little room beside it
+    config.schedule = "lpm";
+    config.scheduler.max_running = 8;
+    config.host.capacity_pages = 60;
+    config.host.write_policy = write_policy;
+    config.host.h2d_gbps = config.host.d2h_gbps = 1e-6;  // 16 ms per 16-byte page
+    CAPTURE(write_policy);
+    const ReplayResult r = replay_engine(trace, config);
+    CHECK_MESSAGE(r.ok(), r.accounting_error << ", " << r.pages_leaked << " leaked");
+    CHECK(r.engine.run.finished == trace.requests.size());
+    CHECK(r.host.device_hit_tokens + r.host.host_hit_tokens == r.engine.run.hit_tokens);
+    preempted += r.engine.run.preemptions;
+    loaded += r.host.loaded_pages;
+  }
+  CHECK(loaded > 0);
+  CHECK(preempted > 0);
+  MESSAGE(preempted, " preemptions, ", loaded, " pages loaded");
+}
