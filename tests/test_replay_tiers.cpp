@@ -311,6 +311,8 @@ TEST_CASE("host tier: bad flags are one-line errors naming the flag") {
       {{"--mode", "engine", "--sweep-host", "0,1e6"}, "--sweep-host: cache mode only"},
       {{"--host-capacity-tokens", "1e6", "--policy", "belady"}, "belady is not for a host tier"},
       {{"--mode", "engine", "--d2h-gbps", "5"}, "--d2h-gbps: needs a host tier"},
+      {{"--mode", "engine", "--no-cache", "--host-cache-bytes", "1GiB"},
+       "--host-cache-bytes: a host tier needs the cache"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"replay"};

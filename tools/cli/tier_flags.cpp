@@ -78,6 +78,10 @@ void check_tier_flags(const CommandLine& cli, bool engine) {
       }
     }
   }
+  if (engine && !hosts.empty() && cli.given("--no-cache")) {
+    throw UsageError(
+        fmt::format("{}: a host tier needs the cache (not with --no-cache)", hosts[0]));
+  }
   if (engine && cli.given("--sweep-host")) {
     throw UsageError(fmt::format("{}: cache mode only", cli.describe("--sweep-host")));
   }

@@ -42,7 +42,8 @@ std::vector<std::string_view> host_capacity_flags();
 bool host_tier_given(const CommandLine& cli);
 
 // Refuses what makes no sense: two host capacities, a tier setting with no host tier, engine-only
-// flags in cache mode, --sweep-host in engine mode or without --sweep, a bad policy.
+// flags in cache mode, --sweep-host in engine mode or without --sweep, a host tier with
+// --no-cache.
 void check_tier_flags(const CommandLine& cli, bool engine);
 
 // One host tier per host capacity asked for: one (maybe disabled, capacity 0) unless --sweep-host
