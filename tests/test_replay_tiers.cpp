@@ -453,3 +453,18 @@ TEST_CASE("engine mode: a host tier under memory pressure leaks nothing in eithe
   CHECK(preempted > 0);
   MESSAGE(preempted, " preemptions, ", loaded, " pages loaded");
 }
+
+TEST_CASE("engine mode: a request whose device hits are still loading waits for that load") {
+  // The second schedule above with R3 asking R0's prompt again, at 20 like R2: R2's load makes
+  // R0's pages device pages of the trie at once, so R3 hits them on the device, but their bytes
+  // arrive only at 24. Both compute their last token in the step at 24: 2 tokens, TTFT
+  // 4 + 2/512 s each.
+  const Trace trace = prompts_of_1025_tokens({{0, 1}, {10, 4}, {20, 1}, {20, 1}});
+  const ReplayResult r = replay_engine(trace, hand_worked_engine(8, 0.25));
+  REQUIRE(r.ok());
+  const double prefill = 1025.0 / 512;
+  CHECK(r.host.host_hit_tokens == 1024);
+  CHECK(r.host.device_hit_tokens == 1024);
+  CHECK(r.engine.run.ttft_max_s == doctest::Approx(4 + 2.0 / 512));
+  CHECK(r.engine.run.ttft_mean_s == doctest::Approx((2 * prefill + 2 * (4 + 2.0 / 512)) / 4));
+}

@@ -118,6 +118,7 @@ class EngineRunner {
     ttft_.reserve(trace.requests.size());
     if (host_pages_) {
       copies_.emplace(pool_.bytes_per_page(), host->h2d_gbps, host->d2h_gbps);
+      loaded_at_.assign(pool_.capacity_pages(), 0.0);
       scheduler_->set_load_gate({[this](uint64_t id, const AdmitResult& r) { admitted(id, r); },
                                  [this](uint64_t id) { return load_ready(id); }});
     }
@@ -161,6 +162,7 @@ class EngineRunner {
   // With a host tier: the copy engines, and when each admitted request's copies are done.
   std::optional<CopyEngine> copies_;
   std::unordered_map<uint64_t, double> copies_done_;
+  std::vector<double> loaded_at_;  // per device page (by id - first): when its last load ends
   uint64_t written_seen_ = 0;
   std::size_t next_arrival_ = 0;  // position in order_ of the next request to submit
 };
@@ -204,9 +206,23 @@ uint64_t EngineRunner::new_written_pages() {
 }
 
 // An admission at now_: the write-backs that made room for it, then its load, each on its engine.
+// Its device hits may be pages an earlier admission is still loading: it waits for those too (as
+// the runtime's ticket covering that load says). A page's time stays after the page is reused,
+// so a request may wait for a load into an earlier life of its page: never too little.
 void EngineRunner::admitted(uint64_t id, const AdmitResult& r) {
+  const uint32_t page_tokens = runtime_->page_tokens();
+  const uint32_t device = r.device_hit_tokens / page_tokens;
+  const uint32_t host = r.host_hit_tokens / page_tokens;
   const double written = copies_->write(now_, new_written_pages());
-  copies_done_[id] = copies_->load(written, r.host_hit_tokens / runtime_->page_tokens());
+  const double loaded = copies_->load(written, host);
+  double ready = loaded;
+  for (uint32_t i = 0; i < device; ++i) {
+    ready = std::max(ready, loaded_at_[r.block_table[i] - pool_.first_page()]);
+  }
+  for (uint32_t i = device; i < device + host; ++i) {
+    loaded_at_[r.block_table[i] - pool_.first_page()] = loaded;
+  }
+  copies_done_[id] = ready;
 }
 
 bool EngineRunner::load_ready(uint64_t id) {

@@ -22,8 +22,8 @@
 //     are done (Scheduler's LoadGate), while other requests compute. Write-backs at other times
 //     (commits, finishes, decode) occupy the D2H engine without delaying anyone. When every
 //     running request waits for copies and nothing arrives sooner, the clock jumps to the first
-//     copy done. A request matching pages another one is still loading does not wait for them
-//     (the runtime's copier is instant; the simulated clock does not track pages).
+//     copy done. A request whose device hits another one is still loading waits for that load
+//     (the runtime's copier is instant, so the clock keeps each device page's last load).
 //   - At the end the run checks, with no live sequence: check_accounting() (refcounts, the
 //     identity capacity = free + cached + private, tree.verify()), then destroys the runtime and
 //     counts every page not back on the free list as leaked.
