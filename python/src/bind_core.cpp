@@ -1,0 +1,397 @@
+// The core API: KvLayout, PagePool (page memory as NumPy arrays), PrefixCacheRuntime, the policy
+// registry and the replay of the command line (radixkv/__init__.py wraps _run_cli).
+//
+// Lifetimes: a runtime keeps its pool alive (py::keep_alive), a page array keeps its pool alive
+// (the array's base), and block tables are copies: a block table changes with every commit,
+// append and finish, so a view would be silently stale; a copy is exactly the table at the call.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "arrays.h"
+#include "bindings.h"
+#include "eviction/policy_registry.h"
+#include "exclusive.h"
+#include "kv_store/kv_layout.h"
+#include "kv_store/page_pool.h"
+#include "runtime/prefix_cache_runtime.h"
+#include "tokens.h"
+#include "tools/cli/cli.h"
+
+namespace py = pybind11;
+
+namespace radixkv::python {
+namespace {
+
+struct BoundRuntime {
+  BoundRuntime(PagePool& pool, const RuntimeConfig& config) : runtime(pool, config) {}
+  PrefixCacheRuntime runtime;
+  std::atomic<bool> busy{false};
+};
+
+std::unique_ptr<PageBackend> backend_named(const std::string& name) {
+  if (name == "accounting") return make_accounting_backend();
+  if (name == "host") return make_host_backend();
+  throw std::invalid_argument(fmt::format(
+      "PagePool: backend '{}' is unknown; 'accounting' (ids and refcounts only) or 'host' "
+      "(page memory in host RAM)",
+      name));
+}
+
+py::array_t<int32_t> block_table_copy(std::span<const PageId> table) {
+  std::vector<int32_t> out(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    if (table[i] > PageId{std::numeric_limits<int32_t>::max()}) {
+      throw std::overflow_error(fmt::format("page id {} does not fit an int32", table[i]));
+    }
+    out[i] = static_cast<int32_t>(table[i]);
+  }
+  return to_numpy(std::move(out));
+}
+
+py::dict commit_dict(const CommitResult& r) {
+  py::dict d;
+  d["new_pages"] = r.new_pages;
+  d["duplicate_pages"] = r.duplicate_pages;
+  return d;
+}
+
+py::dict stats_dict(const RuntimeStats& s) {
+  py::dict d;
+  d["admits"] = s.admits;
+  d["admit_no_space"] = s.admit_no_space;
+  d["admit_too_large"] = s.admit_too_large;
+  d["extend_no_space"] = s.extend_no_space;
+  d["finishes"] = s.finishes;
+  d["aborts"] = s.aborts;
+  d["prompt_tokens"] = s.prompt_tokens;
+  d["reused_tokens"] = s.reused_tokens;
+  d["prefill_tokens"] = s.prefill_tokens;
+  d["decode_tokens"] = s.decode_tokens;
+  d["committed_pages"] = s.committed_pages;
+  d["duplicate_pages"] = s.duplicate_pages;
+  d["evicted_pages"] = s.evicted_pages;
+  return d;
+}
+
+std::string status_name(RuntimeStatus status) {
+  switch (status) {
+    case RuntimeStatus::kOk:
+      return "ok";
+    case RuntimeStatus::kNoSpace:
+      return "no_space";
+    case RuntimeStatus::kTooLarge:
+      return "too_large";
+  }
+  return "unknown";
+}
+
+// What admit returns to Python: the C++ result with the block table copied.
+struct PyAdmitResult {
+  std::string status;
+  std::optional<SeqHandle> seq;
+  uint32_t reused_tokens = 0;
+  uint32_t position_offset = 0;
+  py::object block_table;
+  uint64_t evicted_pages = 0;
+  uint64_t short_pages = 0;
+};
+
+void bind_layout(py::module_& m) {
+  py::class_<KvLayout>(m, "KvLayout",
+                       "The shape of one model's KV cache and what a token and a page cost.\n"
+                       "bytes_per_token = 2 * layers * kv_heads * head_dim * dtype_bytes.")
+      .def(py::init([](uint32_t layers, uint32_t kv_heads, uint32_t head_dim, uint32_t dtype_bytes,
+                       uint32_t page_tokens) {
+             KvLayout layout{layers, kv_heads, head_dim, dtype_bytes, page_tokens};
+             layout.validate();
+             return layout;
+           }),
+           py::kw_only(), py::arg("layers") = 1, py::arg("kv_heads") = 1, py::arg("head_dim") = 1,
+           py::arg("dtype_bytes") = 2, py::arg("page_tokens") = 16)
+      .def_readonly("layers", &KvLayout::layers)
+      .def_readonly("kv_heads", &KvLayout::kv_heads)
+      .def_readonly("head_dim", &KvLayout::head_dim)
+      .def_readonly("dtype_bytes", &KvLayout::dtype_bytes)
+      .def_readonly("page_tokens", &KvLayout::page_tokens)
+      .def_property_readonly("bytes_per_token", &KvLayout::bytes_per_token)
+      .def_property_readonly("bytes_per_page", &KvLayout::bytes_per_page)
+      .def_static("preset", &KvLayout::preset, py::arg("name"), py::arg("page_tokens") = 16,
+                  "A published model's layout: one of preset_names().")
+      .def_static("preset_names",
+                  [] {
+                    std::vector<std::string> names;
+                    for (auto n : KvLayout::preset_names()) names.emplace_back(n);
+                    return names;
+                  })
+      .def("__repr__", [](const KvLayout& l) { return "KvLayout(" + l.to_string() + ")"; });
+}
+
+void bind_pool(py::module_& m) {
+  py::class_<PagePool>(m, "PagePool",
+                       "A fixed number of KV pages with a free list and a refcount per page.\n"
+                       "backend='accounting' keeps ids and counts only; 'host' also holds each\n"
+                       "page's bytes in host memory, readable and writable through page().")
+      .def(
+          py::init([](const KvLayout& layout, uint32_t capacity_pages, const std::string& backend) {
+            return std::make_unique<PagePool>(layout, capacity_pages, backend_named(backend));
+          }),
+          py::arg("layout"), py::arg("capacity_pages"), py::arg("backend") = "accounting")
+      .def_property_readonly("layout", &PagePool::layout)
+      .def_property_readonly("capacity_pages", &PagePool::capacity_pages)
+      .def_property_readonly("free_pages", &PagePool::free_pages)
+      .def_property_readonly("used_pages", &PagePool::used_pages)
+      .def_property_readonly("bytes_per_page", &PagePool::bytes_per_page)
+      .def_property_readonly("capacity_bytes", &PagePool::capacity_bytes)
+      .def("refcount", &PagePool::refcount, py::arg("page"))
+      .def(
+          "page",
+          [](py::object self, PageId page) {
+            PagePool& pool = self.cast<PagePool&>();
+            const std::span<std::byte> bytes = pool.host_bytes(page);
+            require_module("numpy", "PagePool.page");
+            // A view of the page's bytes; the array keeps the pool alive. Pages never move.
+            return py::array_t<uint8_t>({bytes.size()}, {1},
+                                        reinterpret_cast<uint8_t*>(bytes.data()), self);
+          },
+          py::arg("page"),
+          "The page's bytes as a writable NumPy uint8 array (a view, valid while the pool\n"
+          "lives; it keeps the pool alive). Host backend only: RuntimeError otherwise.");
+}
+
+void bind_runtime(py::module_& m) {
+  py::class_<SeqHandle>(m, "Sequence", "A handle to one admitted request (slot, generation).")
+      .def_readonly("slot", &SeqHandle::slot)
+      .def_readonly("generation", &SeqHandle::generation)
+      .def("__eq__", [](SeqHandle a, SeqHandle b) { return a == b; })
+      .def("__hash__", [](SeqHandle s) { return (uint64_t{s.slot} << 32) | s.generation; })
+      .def("__repr__", [](SeqHandle s) {
+        return fmt::format("Sequence(slot={}, generation={})", s.slot, s.generation);
+      });
+
+  py::class_<PyAdmitResult>(m, "AdmitResult", "What admit() returns.")
+      .def_readonly("status", &PyAdmitResult::status, "'ok', 'no_space' or 'too_large'")
+      .def_property_readonly("ok", [](const PyAdmitResult& r) { return r.status == "ok"; })
+      .def_readonly("seq", &PyAdmitResult::seq, "the Sequence when ok, else None")
+      .def_readonly("reused_tokens", &PyAdmitResult::reused_tokens)
+      .def_readonly("position_offset", &PyAdmitResult::position_offset,
+                    "the first position to compute (== reused_tokens)")
+      .def_readonly("block_table", &PyAdmitResult::block_table,
+                    "int32 page ids, a copy taken at admit (None when refused)")
+      .def_readonly("evicted_pages", &PyAdmitResult::evicted_pages)
+      .def_readonly("short_pages", &PyAdmitResult::short_pages)
+      .def("__repr__", [](const PyAdmitResult& r) {
+        return fmt::format("AdmitResult(status='{}', reused_tokens={}, evicted_pages={})", r.status,
+                           r.reused_tokens, r.evicted_pages);
+      });
+
+  using R = BoundRuntime;
+  py::class_<R>(m, "PrefixCacheRuntime",
+                "The adapter a batch scheduler calls: admit, commit, append_token, finish, abort.\n"
+                "It claims `pool` for its whole life (one runtime per pool) and keeps it alive.")
+      .def(py::init([](PagePool& pool, uint64_t cache_bytes, double high_watermark,
+                       double low_watermark, std::string policy) {
+             RuntimeConfig config;
+             config.cache_bytes = cache_bytes;
+             config.high_watermark = high_watermark;
+             config.low_watermark = low_watermark;
+             config.policy = std::move(policy);
+             return std::make_unique<R>(pool, config);
+           }),
+           py::arg("pool"), py::kw_only(), py::arg("cache_bytes") = 0,
+           py::arg("high_watermark") = 0.95, py::arg("low_watermark") = 0.85,
+           py::arg("policy") = "lru", py::keep_alive<1, 2>())
+      .def(
+          "admit",
+          [](R& self, py::handle prompt, uint64_t request_id, Namespace ns, int32_t priority) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            const std::vector<int32_t> tokens = to_int32s(prompt, "admit: prompt");
+            AdmitResult r;
+            {
+              py::gil_scoped_release release;
+              r = self.runtime.admit(
+                  {.id = request_id, .name_space = ns, .prompt = tokens, .priority = priority});
+            }
+            PyAdmitResult out{status_name(r.status), std::nullopt, r.reused_tokens,
+                              r.position_offset,     py::none(),   r.evicted_pages,
+                              r.short_pages};
+            if (r.ok()) {
+              out.seq = r.seq;
+              out.block_table = block_table_copy(r.block_table);
+            }
+            return out;
+          },
+          py::arg("prompt"), py::kw_only(), py::arg("request_id") = 0, py::arg("namespace") = 0,
+          py::arg("priority") = kDefaultPriority,
+          "Matches the prompt, locks the match and allocates pages for the rest.")
+      .def(
+          "commit",
+          [](R& self, SeqHandle seq, uint32_t computed_tokens) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            CommitResult r;
+            {
+              py::gil_scoped_release release;
+              r = self.runtime.commit(seq, computed_tokens);
+            }
+            return commit_dict(r);
+          },
+          py::arg("seq"), py::arg("computed_tokens"),
+          "The model wrote KV for tokens [0, computed_tokens): cache their whole pages.")
+      .def(
+          "mark_computed",
+          [](R& self, SeqHandle seq, uint32_t computed_tokens) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            self.runtime.mark_computed(seq, computed_tokens);
+          },
+          py::arg("seq"), py::arg("computed_tokens"))
+      .def(
+          "append_token",
+          [](R& self, SeqHandle seq, int32_t token) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            const ExtendResult r = self.runtime.append_token(seq, token);
+            py::dict d;
+            d["status"] = status_name(r.status);
+            d["ok"] = r.ok();
+            d["new_page"] = r.new_page;
+            d["evicted_pages"] = r.evicted_pages;
+            return d;
+          },
+          py::arg("seq"), py::arg("token"))
+      .def(
+          "finish",
+          [](R& self, SeqHandle seq) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            CommitResult r;
+            {
+              py::gil_scoped_release release;
+              r = self.runtime.finish(seq);
+            }
+            return commit_dict(r);
+          },
+          py::arg("seq"), "Caches prompt + answer in whole pages and releases the sequence.")
+      .def(
+          "abort",
+          [](R& self, SeqHandle seq) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            self.runtime.abort(seq);
+          },
+          py::arg("seq"))
+      .def(
+          "block_table",
+          [](const R& self, SeqHandle seq) {
+            return block_table_copy(self.runtime.view(seq).block_table);
+          },
+          py::arg("seq"), "The sequence's block table now, as a copy (int32 page ids).")
+      .def(
+          "sequence",
+          [](const R& self, SeqHandle seq) {
+            const SequenceView v = self.runtime.view(seq);
+            py::dict d;
+            d["request_id"] = v.request_id;
+            d["namespace"] = v.name_space;
+            d["priority"] = v.priority;
+            d["prompt_tokens"] = v.prompt_tokens;
+            d["reused_tokens"] = v.reused_tokens;
+            d["computed_tokens"] = v.computed_tokens;
+            d["committed_pages"] = v.committed_pages;
+            d["tokens"] = std::vector<int32_t>(v.tokens.begin(), v.tokens.end());
+            return d;
+          },
+          py::arg("seq"))
+      .def("is_live", [](const R& self, SeqHandle seq) { return self.runtime.is_live(seq); })
+      .def(
+          "evict",
+          [](R& self, uint64_t pages) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            py::gil_scoped_release release;
+            return self.runtime.evict(pages);
+          },
+          py::arg("pages"))
+      .def(
+          "reuse_cut", [](const R& self, std::size_t n) { return self.runtime.reuse_cut(n); },
+          py::arg("prompt_tokens"))
+      .def(
+          "cached_prefix",
+          [](const R& self, py::handle prompt, Namespace ns) {
+            const std::vector<int32_t> tokens = to_int32s(prompt, "cached_prefix: prompt");
+            return self.runtime.cached_prefix(ns, tokens);
+          },
+          py::arg("prompt"), py::kw_only(), py::arg("namespace") = 0)
+      .def(
+          "check_accounting", [](const R& self) { return self.runtime.check_accounting(); },
+          "Verifies every page's refcount; returns the private page count.")
+      .def("stats", [](const R& self) { return stats_dict(self.runtime.stats()); })
+      .def("set_now", [](R& self, double seconds) { self.runtime.set_now(seconds); })
+      .def_property_readonly("page_tokens", [](const R& s) { return s.runtime.page_tokens(); })
+      .def_property_readonly("cached_pages", [](const R& s) { return s.runtime.cached_pages(); })
+      .def_property_readonly("evictable_pages",
+                             [](const R& s) { return s.runtime.evictable_pages(); })
+      .def_property_readonly("live_sequences",
+                             [](const R& s) { return s.runtime.live_sequences(); })
+      .def("dump", [](const R& s) { return s.runtime.tree().dump(); });
+}
+
+void bind_policies(py::module_& m) {
+  m.def(
+      "policies",
+      [] {
+        py::list out;
+        for (const PolicyInfo& info : policy_registry()) {
+          py::list parameters;
+          for (const PolicyParameter& p : info.parameters) {
+            py::dict d;
+            d["key"] = std::string(p.key);
+            d["default"] = p.default_value;
+            d["unit"] = std::string(p.unit);
+            d["help"] = std::string(p.help);
+            parameters.append(d);
+          }
+          py::dict d;
+          d["name"] = std::string(info.name);
+          d["summary"] = std::string(info.summary);
+          d["parameters"] = parameters;
+          out.append(d);
+        }
+        return out;
+      },
+      "The eviction policies, in registry order: name, summary, parameters with defaults.");
+  m.def(
+      "check_policy", [](const std::string& spec) { make_policy(spec); }, py::arg("spec"),
+      "ValueError unless `spec` ('lru', 'gdsf:depth_pages=512') names a policy.");
+}
+
+void bind_cli(py::module_& m) {
+  m.def(
+      "_run_cli",
+      [](const std::vector<std::string>& args) {
+        std::ostringstream out, err;
+        int code;
+        {
+          py::gil_scoped_release release;
+          code = tools::run_cli(args, out, err);
+        }
+        return py::make_tuple(code, out.str(), err.str());
+      },
+      py::arg("args"), "Runs the radixkv command line in process: (exit code, stdout, stderr).");
+}
+
+}  // namespace
+
+void bind_core(py::module_& m) {
+  bind_layout(m);
+  bind_pool(m);
+  bind_runtime(m);
+  bind_policies(m);
+  bind_cli(m);
+}
+
+}  // namespace radixkv::python
