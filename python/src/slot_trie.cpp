@@ -144,7 +144,7 @@ SlotTrie::Insert SlotTrie::insert(Namespace ns, std::span<const TokenId> tokens,
   }
   fresh_pages_.clear();
   if (!pool_->allocate(need, fresh_pages_)) {
-    throw std::length_error(fmt::format(
+    throw std::runtime_error(fmt::format(
         "insert: {} new pages would exceed the trie's capacity of {} pages ({} cached); give "
         "the cache a larger capacity (max_cached_pages) or evict first",
         need, capacity_pages_, tree_->cached_pages()));

@@ -75,7 +75,7 @@ class SlotTrie {
   // Caches the whole pages of `tokens`, `slots` giving one slot per token (at least as many as
   // the whole pages cover). The already cached prefix keeps its slots: the caller frees its own
   // duplicates there. Throws std::invalid_argument (changing nothing) when slots are missing or a
-  // page's slots are not contiguous, std::length_error when the trie would exceed its capacity.
+  // page's slots are not contiguous, std::runtime_error when the trie would exceed its capacity.
   Insert insert(Namespace ns, std::span<const TokenId> tokens, std::span<const int64_t> slots);
 
   // Evicts up to `pages` evictable pages in policy order; appends their slots to `slots`, page by
