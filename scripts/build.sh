@@ -13,7 +13,12 @@ packages=(g++ cmake make libboost-dev libmimalloc-dev libfmt-dev doctest-dev lib
           pkg-config libmsgpack-cxx-dev libzmq3-dev cppzmq-dev libcpp-httplib-dev
           nlohmann-json3-dev libcli11-dev python3-zmq python3-msgpack
           # the command line (tools/): trace readers, reports, flags, config files
-          libsimdjson-dev libtomlplusplus-dev)
+          libsimdjson-dev libtomlplusplus-dev
+          # the Python module (python/) and its tests
+          pybind11-dev python3-dev python3-pytest python3-numpy)
+# torch is optional for the module; CI installs it so that the tests that need it run (under
+# CI=true they fail rather than skip without it: tests/python/conftest.py).
+[[ ${CI:-} == true ]] && packages+=(python3-torch)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,7 +7,10 @@
 #      never to mimalloc (LD_DEBUG=bindings), while radixkv's own heap is mimalloc;
 #   5. examples/embed again with radixkv added by add_subdirectory (as FetchContent does): it
 #      builds the libraries only, and the consumer's compile line carries none of radixkv's
-#      warnings and not the repository root.
+#      warnings and not the repository root;
+#   6. when the build has the Python module: the installed package imports from the prefix's
+#      site-packages path, with the interpreter it was built for and with the PATH's python3,
+#      and runs a match through radixkv.sglang.
 # usage: scripts/check-install.sh [BUILD_DIR]   (default: build, as scripts/build.sh leaves it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +71,23 @@ done
 grep -qE "normal symbol \`mi_malloc'" "$scratch/bindings.log" ||
   grep -qE '^RADIXKV_SANITIZE:STRING=.+' "$build_dir/CMakeCache.txt" ||
   fail "radixkv's heap never bound mi_malloc: is mimalloc in use?"
+
+python_dir=$(sed -n 's/^RADIXKV_PYTHON_INSTALL_DIR:STRING=//p' "$build_dir/CMakeCache.txt")
+if grep -q '^RADIXKV_BUILD_PYTHON:BOOL=ON' "$build_dir/CMakeCache.txt"; then
+  step "the Python package from <tmp>/$python_dir"
+  [[ -f $prefix/$python_dir/radixkv/__init__.py ]] || fail "no radixkv package in $prefix/$python_dir"
+  built_for=$(sed -n 's/^Python3_EXECUTABLE:FILEPATH=//p' "$build_dir/CMakeCache.txt")
+  for interpreter in "$built_for" "$(command -v python3 || true)"; do
+    [[ -n $interpreter ]] || continue
+    (cd "$scratch" && PYTHONPATH=$prefix/$python_dir "$interpreter" -c '
+import radixkv, radixkv.sglang as s
+assert radixkv.__file__.startswith(__import__("sys").argv[1]), radixkv.__file__
+c = s.RadixCache(None, None, page_size=1)
+c.insert(s.RadixKey([1, 2, 3]))
+assert c.total_size() == 3
+' "$prefix") || fail "import radixkv from the prefix with $interpreter"
+  done
+fi
 
 step "examples/embed with add_subdirectory(<this checkout>)"
 root=$(pwd)
