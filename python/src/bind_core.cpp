@@ -33,7 +33,8 @@ namespace radixkv::python {
 namespace {
 
 struct BoundRuntime {
-  BoundRuntime(PagePool& pool, const RuntimeConfig& config) : runtime(pool, config) {}
+  BoundRuntime(PagePool& pool, const RuntimeConfig& config, const TierConfig& tiers)
+      : runtime(pool, config, tiers) {}
   PrefixCacheRuntime runtime;
   std::atomic<bool> busy{false};
 };
@@ -75,6 +76,8 @@ py::dict stats_dict(const RuntimeStats& s) {
   d["aborts"] = s.aborts;
   d["prompt_tokens"] = s.prompt_tokens;
   d["reused_tokens"] = s.reused_tokens;
+  d["device_hit_tokens"] = s.device_hit_tokens;
+  d["host_hit_tokens"] = s.host_hit_tokens;
   d["prefill_tokens"] = s.prefill_tokens;
   d["decode_tokens"] = s.decode_tokens;
   d["committed_pages"] = s.committed_pages;
@@ -101,6 +104,9 @@ struct PyAdmitResult {
   std::optional<SeqHandle> seq;
   uint32_t reused_tokens = 0;
   uint32_t position_offset = 0;
+  uint32_t device_hit_tokens = 0;
+  uint32_t host_hit_tokens = 0;
+  LoadTicket load_ticket = 0;
   py::object block_table;
   uint64_t evicted_pages = 0;
   uint64_t short_pages = 0;
@@ -185,6 +191,12 @@ void bind_runtime(py::module_& m) {
       .def_readonly("reused_tokens", &PyAdmitResult::reused_tokens)
       .def_readonly("position_offset", &PyAdmitResult::position_offset,
                     "the first position to compute (== reused_tokens)")
+      .def_readonly("device_hit_tokens", &PyAdmitResult::device_hit_tokens,
+                    "of reused_tokens: already on the device")
+      .def_readonly("host_hit_tokens", &PyAdmitResult::host_hit_tokens,
+                    "of reused_tokens: being loaded from the host tier")
+      .def_readonly("load_ticket", &PyAdmitResult::load_ticket,
+                    "compute only once load_done(load_ticket); 0: nothing to wait for")
       .def_readonly("block_table", &PyAdmitResult::block_table,
                     "int32 page ids, a copy taken at admit (None when refused)")
       .def_readonly("evicted_pages", &PyAdmitResult::evicted_pages)
@@ -199,17 +211,34 @@ void bind_runtime(py::module_& m) {
                 "The adapter a batch scheduler calls: admit, commit, append_token, finish, abort.\n"
                 "It claims `pool` for its whole life (one runtime per pool) and keeps it alive.")
       .def(py::init([](PagePool& pool, uint64_t cache_bytes, double high_watermark,
-                       double low_watermark, std::string policy) {
+                       double low_watermark, std::string policy, PagePool* host_pool,
+                       uint64_t host_cache_bytes, double host_high_watermark,
+                       double host_low_watermark, std::string host_policy, std::string write_policy,
+                       bool page_hashes) {
              RuntimeConfig config;
              config.cache_bytes = cache_bytes;
              config.high_watermark = high_watermark;
              config.low_watermark = low_watermark;
              config.policy = std::move(policy);
-             return std::make_unique<R>(pool, config);
+             TierConfig tiers;
+             tiers.host.pool = host_pool;
+             tiers.host.cache_bytes = host_cache_bytes;
+             tiers.host.high_watermark = host_high_watermark;
+             tiers.host.low_watermark = host_low_watermark;
+             tiers.host.policy = std::move(host_policy);
+             tiers.host.write_policy = std::move(write_policy);
+             tiers.page_hashes = page_hashes;
+             return std::make_unique<R>(pool, config, tiers);
            }),
            py::arg("pool"), py::kw_only(), py::arg("cache_bytes") = 0,
            py::arg("high_watermark") = 0.95, py::arg("low_watermark") = 0.85,
-           py::arg("policy") = "lru", py::keep_alive<1, 2>())
+           py::arg("policy") = "lru", py::arg("host_pool") = nullptr,
+           py::arg("host_cache_bytes") = 0, py::arg("host_high_watermark") = 1.0,
+           py::arg("host_low_watermark") = 1.0, py::arg("host_policy") = "lru",
+           py::arg("write_policy") = "write_back", py::arg("page_hashes") = false,
+           py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
+           "host_pool adds a host tier under `pool` (docs/tiers.md): its own budget, policy and\n"
+           "write policy ('write_back', 'write_through', 'write_through_selective[:hits=N]').")
       .def(
           "admit",
           [](R& self, py::handle prompt, uint64_t request_id, Namespace ns, int32_t priority) {
@@ -221,9 +250,16 @@ void bind_runtime(py::module_& m) {
               r = self.runtime.admit(
                   {.id = request_id, .name_space = ns, .prompt = tokens, .priority = priority});
             }
-            PyAdmitResult out{status_name(r.status), std::nullopt, r.reused_tokens,
-                              r.position_offset,     py::none(),   r.evicted_pages,
-                              r.short_pages};
+            PyAdmitResult out;
+            out.status = status_name(r.status);
+            out.reused_tokens = r.reused_tokens;
+            out.position_offset = r.position_offset;
+            out.device_hit_tokens = r.device_hit_tokens;
+            out.host_hit_tokens = r.host_hit_tokens;
+            out.load_ticket = r.load_ticket;
+            out.block_table = py::none();
+            out.evicted_pages = r.evicted_pages;
+            out.short_pages = r.short_pages;
             if (r.ok()) {
               out.seq = r.seq;
               out.block_table = block_table_copy(r.block_table);
@@ -309,6 +345,28 @@ void bind_runtime(py::module_& m) {
           py::arg("seq"))
       .def("is_live", [](const R& self, SeqHandle seq) { return self.runtime.is_live(seq); })
       .def(
+          "load_done",
+          [](R& self, LoadTicket ticket) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            return self.runtime.load_done(ticket);
+          },
+          py::arg("ticket"), "Whether the host-tier loads of an admit's load_ticket are done.")
+      .def(
+          "wait_load",
+          [](R& self, LoadTicket ticket) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            py::gil_scoped_release release;
+            self.runtime.wait_load(ticket);
+          },
+          py::arg("ticket"), "Blocks (without the GIL) until the loads of `ticket` are done.")
+      .def(
+          "clear_cache",
+          [](R& self) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            self.runtime.clear_cache();
+          },
+          "Drops every cached page of every tier (RuntimeError while a sequence is live).")
+      .def(
           "evict",
           [](R& self, uint64_t pages) {
             const Exclusive guard(self.busy, "PrefixCacheRuntime");
@@ -335,6 +393,11 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("cached_pages", [](const R& s) { return s.runtime.cached_pages(); })
       .def_property_readonly("evictable_pages",
                              [](const R& s) { return s.runtime.evictable_pages(); })
+      .def_property_readonly("host_cached_pages",
+                             [](const R& s) {
+                               const RadixTree& tree = s.runtime.tree();
+                               return tree.has_host_tier() ? tree.host_cached_pages() : 0;
+                             })
       .def_property_readonly("live_sequences",
                              [](const R& s) { return s.runtime.live_sequences(); })
       .def("dump", [](const R& s) { return s.runtime.tree().dump(); });

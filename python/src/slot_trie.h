@@ -22,7 +22,9 @@
 // is matched again), so lock/unlock through a dead handle is refused (std::logic_error) instead
 // of touching freed memory or protecting the wrong prefix. reset() kills every handle.
 //
-// Sizes are in pages; the Python layer multiplies by the page size. Not thread-safe.
+// The tree has no host tier and no tier events, so RadixTree::evict_pages runs its plain loop,
+// which asks the policy before every page (the differential test in tests/python would catch a
+// change). Sizes are in pages; the Python layer multiplies by the page size. Not thread-safe.
 #pragma once
 
 #include <cstdint>

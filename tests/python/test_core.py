@@ -281,3 +281,45 @@ def test_the_path_python3_imports_the_module_too():
         result = run_python(interpreter, "import radixkv, radixkv.sglang; print(radixkv.__version__)")
         assert result.returncode == 0, f"{interpreter}: {result.stderr}"
         assert result.stdout.strip() == radixkv.__version__
+
+
+# ----- the host tier -----
+
+
+def test_host_tier_keeps_evicted_pages_and_loads_them_back_with_their_bytes():
+    layout = radixkv.KvLayout(layers=1, kv_heads=1, head_dim=4, dtype_bytes=2, page_tokens=4)
+    device = radixkv.PagePool(layout, 8, backend="host")
+    host = radixkv.PagePool(layout, 16, backend="host")
+    runtime = radixkv.PrefixCacheRuntime(device, host_pool=host, write_policy="write_back")
+    prompt = list(range(13))  # 3 whole pages + 1
+    first = runtime.admit(prompt)
+    pages = [int(p) for p in first.block_table[:3]]
+    for i, page in enumerate(pages):
+        device.page(page)[:] = 10 + i  # the "KV" the model wrote
+    runtime.commit(first.seq, 13)
+    runtime.finish(first.seq)
+    assert runtime.evict(8) == 3  # every device page goes to the host (write-back)
+    assert runtime.cached_pages == 0 and runtime.host_cached_pages == 3
+
+    again = runtime.admit(prompt)
+    assert again.reused_tokens == 12 and again.device_hit_tokens == 0
+    assert again.host_hit_tokens == 12
+    runtime.wait_load(again.load_ticket)
+    assert runtime.load_done(again.load_ticket) and runtime.load_done(0)
+    for i, page in enumerate(again.block_table[:3]):
+        assert set(device.page(int(page))) == {10 + i}  # the bytes came back
+    stats = runtime.stats()
+    assert stats["host_hit_tokens"] == 12 and stats["device_hit_tokens"] == 0
+    with pytest.raises(RuntimeError):
+        runtime.clear_cache()  # a sequence is live
+    runtime.abort(again.seq)
+    runtime.clear_cache()
+    assert runtime.cached_pages == 0 and runtime.host_cached_pages == 0
+    runtime.check_accounting()
+
+
+def test_bad_write_policy_is_a_value_error_naming_the_known_ones():
+    layout = radixkv.KvLayout(page_tokens=4)
+    with pytest.raises(ValueError, match="write_through"):
+        radixkv.PrefixCacheRuntime(radixkv.PagePool(layout, 4), host_pool=radixkv.PagePool(layout, 4),
+                                   write_policy="write_sometimes")
