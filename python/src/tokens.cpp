@@ -6,6 +6,9 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "errors.h"
 
@@ -30,41 +33,59 @@ T checked(long long value, std::size_t index, const char* what) {
   return static_cast<T>(value);
 }
 
-// One element of a 1-D integer buffer, as long long (unsigned 64-bit values above its range are
-// refused by the caller's range check through the sign).
-long long read_integer(const char* at, char format, std::size_t itemsize, std::size_t index,
-                       const char* what) {
-  const bool is_unsigned = format == 'B' || format == 'H' || format == 'I' || format == 'L' ||
-                           format == 'Q' || format == 'N';
-  const bool is_signed = format == 'b' || format == 'h' || format == 'i' || format == 'l' ||
-                         format == 'q' || format == 'n';
+// Copies a 1-D buffer of Source integers into `out`, checking each against T's range.
+template <typename T, typename Source>
+void copy_checked(const py::buffer_info& info, std::vector<T>& out, const char* what) {
+  const char* base = static_cast<const char*>(info.ptr);
+  const py::ssize_t stride = info.strides[0];
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    Source v;
+    std::memcpy(&v, base + static_cast<py::ssize_t>(i) * stride, sizeof v);
+    if constexpr (std::is_same_v<Source, T>) {
+      out[i] = v;
+    } else {
+      if (std::cmp_less(v, std::numeric_limits<T>::min()) ||
+          std::cmp_greater(v, std::numeric_limits<T>::max())) {
+        throw std::invalid_argument(fmt::format("{}: value {} at index {} is outside [{}, {}]",
+                                                what, v, i, std::numeric_limits<T>::min(),
+                                                std::numeric_limits<T>::max()));
+      }
+      out[i] = static_cast<T>(v);
+    }
+  }
+}
+
+// A 1-D integer buffer (NumPy array) into `out`: the element type is decoded once.
+template <typename T>
+void copy_buffer(const py::buffer_info& info, std::vector<T>& out, const char* what) {
+  // The format may carry a byte-order or size prefix ('<q', '=i'); the last char is the type.
+  const char format = info.format.empty() ? '?' : info.format.back();
+  const bool is_signed = std::string_view("bhilqn").find(format) != std::string_view::npos;
+  const bool is_unsigned = std::string_view("BHILQN").find(format) != std::string_view::npos;
   if (!is_signed && !is_unsigned) {
     throw std::invalid_argument(
         fmt::format("{}: the array's element type '{}' is not an integer type", what, format));
   }
-  switch (itemsize) {
+  switch (info.itemsize * (is_signed ? 1 : -1)) {
     case 1:
-      return is_signed ? *reinterpret_cast<const int8_t*>(at)
-                       : *reinterpret_cast<const uint8_t*>(at);
+      return copy_checked<T, int8_t>(info, out, what);
     case 2:
-      return is_signed ? *reinterpret_cast<const int16_t*>(at)
-                       : *reinterpret_cast<const uint16_t*>(at);
+      return copy_checked<T, int16_t>(info, out, what);
     case 4:
-      return is_signed ? *reinterpret_cast<const int32_t*>(at)
-                       : *reinterpret_cast<const uint32_t*>(at);
-    case 8: {
-      if (is_signed) return *reinterpret_cast<const int64_t*>(at);
-      uint64_t v;
-      std::memcpy(&v, at, 8);
-      if (v > uint64_t{std::numeric_limits<long long>::max()}) {
-        throw std::invalid_argument(
-            fmt::format("{}: value {} at index {} is out of range", what, v, index));
-      }
-      return static_cast<long long>(v);
-    }
+      return copy_checked<T, int32_t>(info, out, what);
+    case 8:
+      return copy_checked<T, int64_t>(info, out, what);
+    case -1:
+      return copy_checked<T, uint8_t>(info, out, what);
+    case -2:
+      return copy_checked<T, uint16_t>(info, out, what);
+    case -4:
+      return copy_checked<T, uint32_t>(info, out, what);
+    case -8:
+      return copy_checked<T, uint64_t>(info, out, what);
     default:
       throw std::invalid_argument(
-          fmt::format("{}: integers of {} bytes are not supported", what, itemsize));
+          fmt::format("{}: integers of {} bytes are not supported", what, info.itemsize));
   }
 }
 
@@ -82,15 +103,8 @@ std::vector<T> to_integers(py::handle values, const char* what) {
       throw std::invalid_argument(
           fmt::format("{}: expected a 1-D array, got {} dimensions", what, info.ndim));
     }
-    // The format may carry a byte-order or size prefix ('<q', '=i'); the last char is the type.
-    const char format = info.format.empty() ? '?' : info.format.back();
     out.resize(static_cast<std::size_t>(info.shape[0]));
-    const char* base = static_cast<const char*>(info.ptr);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      const char* at = base + static_cast<py::ssize_t>(i) * info.strides[0];
-      out[i] = checked<T>(
-          read_integer(at, format, static_cast<std::size_t>(info.itemsize), i, what), i, what);
-    }
+    copy_buffer(info, out, what);
     return out;
   }
   if (!PySequence_Check(source.ptr()) || py::isinstance<py::str>(source)) {
