@@ -9,12 +9,16 @@
 #     "[radixkv cases] ran=N skipped=S", and RADIXKV_SKIP (tests/skip.h) prints
 #     "[radixkv skipped] <case>: <reason>".
 #   - `ctest -N -V`: every ctest entry and its command. Entries whose command has no
-#     --test-case=... are not doctest cases and are left alone.
+#     --test-case=... are not doctest cases: check 1 alone applies to the pytest files (a command
+#     with `-m pytest`), whose tests/python/conftest.py prints
+#     "[radixkv pytest] passed=P skipped=S failed=F" and "[radixkv skipped] <test>: <reason>";
+#     other entries are left alone.
 #   - `<executable> --count` for each test executable: the doctest cases it defines.
 #
 # It fails when
 #   1. an entry of the last run printed no case line (its executable does not use the shared main,
-#      or it died) or ran zero test cases;
+#      or it died) or ran zero test cases (a pytest file: no pytest line, or no test passed or
+#      skipped);
 #   2. an executable defines a different number of cases than ctest has entries for it (a name
 #      that ctest's discovery split at ';', a duplicate name, a discovery older than the binary);
 #   3. the cases that ran, skipped ones included, differ from the cases the executables define
@@ -54,27 +58,45 @@ cp "$last_log" "$log"
 last_run=$(awk '
   function finish() {
     if (name != "" && doctest) print executable "\t" ran "\t" skipped "\t" name
+    if (name != "" && pytest) print "pytest\t" passed "\t" skipped "\t" name
     name = ""
   }
   match($0, /^[0-9]+\/[0-9]+ Test: /) {
     finish()
-    name = substr($0, RLENGTH + 1); ran = -1; skipped = 0; doctest = 0; next
+    name = substr($0, RLENGTH + 1); ran = -1; passed = -1; skipped = 0; doctest = 0; pytest = 0
+    next
   }
   name != "" && /^Command: "/ {
     executable = substr($0, 11); executable = substr(executable, 1, index(executable, "\"") - 1)
-    doctest = index($0, "\"--test-case=") > 0; next
+    doctest = index($0, "\"--test-case=") > 0
+    pytest = index($0, "\"-m\" \"pytest\"") > 0; next
   }
   name != "" && match($0, /^\[radixkv cases\] ran=[0-9]+ skipped=[0-9]+$/) {
     split($0, parts, /[= ]/); ran = parts[4]; skipped = parts[6]; next
   }
-  name != "" && doctest && /^\[radixkv skipped\] / { print "skip\t" substr($0, 19) }
+  name != "" && pytest && match($0, /^\[radixkv pytest\] passed=[0-9]+ skipped=[0-9]+ failed=[0-9]+$/) {
+    split($0, parts, /[= ]/); passed = parts[4]; skipped = parts[6]; next
+  }
+  name != "" && (doctest || pytest) && /^\[radixkv skipped\] / { print "skip\t" substr($0, 19) }
   END { finish() }' "$last_log")
 
 # Check 1: every entry of the last run ran at least one case.
 declare -A ran_by_executable=() entries_by_executable=() run_entries_by_executable=()
 ran_total=0 skipped_total=0 run_entries=0
+pytest_entries=0 pytest_passed=0 pytest_skipped=0
 while IFS=$'\t' read -r executable ran skipped name; do
-  [[ $executable == skip ]] && continue
+  [[ -z $executable || $executable == skip ]] && continue
+  if [[ $executable == pytest ]]; then
+    # A pytest file (tests/python/conftest.py prints the line): it must have run a test.
+    pytest_entries=$((pytest_entries + 1))
+    if ((ran < 0)); then
+      fail "\"$name\" printed no [radixkv pytest] line: not run with tests/python/conftest.py, or it died"
+    elif ((ran + skipped == 0)); then
+      fail "\"$name\" ran zero pytest tests"
+    fi
+    ((ran < 0)) || { pytest_passed=$((pytest_passed + ran)); pytest_skipped=$((pytest_skipped + skipped)); }
+    continue
+  fi
   run_entries=$((run_entries + 1))
   run_entries_by_executable[$executable]=$((${run_entries_by_executable[$executable]:-0} + 1))
   if ((ran < 0)); then
@@ -121,6 +143,9 @@ done <<<"$last_run"
 
 echo "check-tests: $run_entries ctest entries ran $ran_total test cases ($skipped_total skipped);" \
   "the executables define $defined_total, $left_out_total left out of this run"
+if ((pytest_entries > 0)); then
+  echo "check-tests: $pytest_entries pytest files: $pytest_passed tests passed, $pytest_skipped skipped"
+fi
 if ((failures > 0)); then
   echo "check-tests: $failures problem(s): ctest passing does not mean that every test case ran once" >&2
   exit 1

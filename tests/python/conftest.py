@@ -4,7 +4,8 @@
   under CI=true, where it fails: CI installs python3-torch, so a skip there would hide a test.
 - A run in which every test skipped exits with 77, which ctest reports as "Skipped" (the same
   code as the doctest suites' RADIXKV_SKIP), never as a pass; a run that collected no test fails.
-- The last line of every run is "[radixkv pytest] passed=P skipped=S failed=F".
+- Every run ends with "[radixkv skipped] <test>: <reason>" per skipped test and
+  "[radixkv pytest] passed=P skipped=S failed=F", which scripts/check-tests.sh reads.
 """
 
 import os
@@ -39,6 +40,10 @@ def pytest_sessionfinish(session, exitstatus):
     passed = len(reporter.stats.get("passed", []))
     skipped = len(reporter.stats.get("skipped", []))
     failed = len(reporter.stats.get("failed", [])) + len(reporter.stats.get("error", []))
-    print(f"\n[radixkv pytest] passed={passed} skipped={skipped} failed={failed}")
+    print()
+    for report in reporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        print(f"[radixkv skipped] {report.nodeid}: {reason}")
+    print(f"[radixkv pytest] passed={passed} skipped={skipped} failed={failed}")
     if exitstatus == 0 and passed == 0 and skipped > 0:
         session.exitstatus = SKIP_EXIT_CODE
