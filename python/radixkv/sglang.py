@@ -21,8 +21,7 @@ Where it differs from SGLang's Python tree, on purpose:
   scheduler does;
 - ``eviction_policy`` takes radixkv's policy specs (``"lru"``, ``"lfu"``, ``"fifo"``,
   ``"sieve"``, ``"gdsf:depth_pages=512"``...); SGLang's ``"mru"`` and ``"filo"`` are not offered;
-- there is one process-local host tier flag only: ``last_host_node`` is ``last_device_node`` and
-  ``host_hit_length`` is 0.
+- no host tier (HiCache): ``last_host_node`` is ``last_device_node`` and ``host_hit_length`` is 0.
 
 Tensors come back as torch int64 tensors on the allocator's device when torch imports, else as
 NumPy arrays. ``import radixkv.sglang`` needs neither.
@@ -46,8 +45,8 @@ __all__ = [
 
 TreeNode = _radixkv._TrieNode
 
-# SGLang's eviction policy names that radixkv's registry has under the same name; any other
-# radixkv spec is accepted too.
+# SGLang's eviction policies that radixkv has no counterpart for. "lru", "lfu", "fifo" and
+# "priority" are radixkv policies of the same names, and any other radixkv spec is accepted too.
 _UNSUPPORTED_SGLANG_POLICIES = ("mru", "filo")
 _MEDIUM_GPU = "GPU"
 _DEFAULT_CAPACITY_PAGES = 1 << 20

@@ -35,6 +35,11 @@ namespace {
 struct BoundRuntime {
   BoundRuntime(PagePool& pool, const RuntimeConfig& config, const TierConfig& tiers)
       : runtime(pool, config, tiers) {}
+  // For the calls that only read: refused while another thread is inside a call that changes it.
+  const PrefixCacheRuntime& read() const {
+    check_idle(busy, "PrefixCacheRuntime");
+    return runtime;
+  }
   PrefixCacheRuntime runtime;
   std::atomic<bool> busy{false};
 };
@@ -324,13 +329,13 @@ void bind_runtime(py::module_& m) {
       .def(
           "block_table",
           [](const R& self, SeqHandle seq) {
-            return block_table_copy(self.runtime.view(seq).block_table);
+            return block_table_copy(self.read().view(seq).block_table);
           },
           py::arg("seq"), "The sequence's block table now, as a copy (int32 page ids).")
       .def(
           "sequence",
           [](const R& self, SeqHandle seq) {
-            const SequenceView v = self.runtime.view(seq);
+            const SequenceView v = self.read().view(seq);
             py::dict d;
             d["request_id"] = v.request_id;
             d["namespace"] = v.name_space;
@@ -343,7 +348,7 @@ void bind_runtime(py::module_& m) {
             return d;
           },
           py::arg("seq"))
-      .def("is_live", [](const R& self, SeqHandle seq) { return self.runtime.is_live(seq); })
+      .def("is_live", [](const R& self, SeqHandle seq) { return self.read().is_live(seq); })
       .def(
           "load_done",
           [](R& self, LoadTicket ticket) {
@@ -375,32 +380,31 @@ void bind_runtime(py::module_& m) {
           },
           py::arg("pages"))
       .def(
-          "reuse_cut", [](const R& self, std::size_t n) { return self.runtime.reuse_cut(n); },
+          "reuse_cut", [](const R& self, std::size_t n) { return self.read().reuse_cut(n); },
           py::arg("prompt_tokens"))
       .def(
           "cached_prefix",
           [](const R& self, py::handle prompt, Namespace ns) {
             const std::vector<int32_t> tokens = to_int32s(prompt, "cached_prefix: prompt");
-            return self.runtime.cached_prefix(ns, tokens);
+            return self.read().cached_prefix(ns, tokens);
           },
           py::arg("prompt"), py::kw_only(), py::arg("namespace") = 0)
       .def(
-          "check_accounting", [](const R& self) { return self.runtime.check_accounting(); },
+          "check_accounting", [](const R& self) { return self.read().check_accounting(); },
           "Verifies every page's refcount; returns the private page count.")
-      .def("stats", [](const R& self) { return stats_dict(self.runtime.stats()); })
+      .def("stats", [](const R& self) { return stats_dict(self.read().stats()); })
       .def("set_now", [](R& self, double seconds) { self.runtime.set_now(seconds); })
-      .def_property_readonly("page_tokens", [](const R& s) { return s.runtime.page_tokens(); })
-      .def_property_readonly("cached_pages", [](const R& s) { return s.runtime.cached_pages(); })
+      .def_property_readonly("page_tokens", [](const R& s) { return s.read().page_tokens(); })
+      .def_property_readonly("cached_pages", [](const R& s) { return s.read().cached_pages(); })
       .def_property_readonly("evictable_pages",
-                             [](const R& s) { return s.runtime.evictable_pages(); })
+                             [](const R& s) { return s.read().evictable_pages(); })
       .def_property_readonly("host_cached_pages",
                              [](const R& s) {
-                               const RadixTree& tree = s.runtime.tree();
+                               const RadixTree& tree = s.read().tree();
                                return tree.has_host_tier() ? tree.host_cached_pages() : 0;
                              })
-      .def_property_readonly("live_sequences",
-                             [](const R& s) { return s.runtime.live_sequences(); })
-      .def("dump", [](const R& s) { return s.runtime.tree().dump(); });
+      .def_property_readonly("live_sequences", [](const R& s) { return s.read().live_sequences(); })
+      .def("dump", [](const R& s) { return s.read().tree().dump(); });
 }
 
 void bind_policies(py::module_& m) {

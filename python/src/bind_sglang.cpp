@@ -22,6 +22,11 @@ namespace {
 struct BoundTrie {
   BoundTrie(uint32_t page_size, uint32_t capacity_pages, std::string policy, bool events)
       : trie(page_size, capacity_pages, std::move(policy), events) {}
+  // For the calls that only read: refused while another thread is inside a call that changes it.
+  const SlotTrie& read() const {
+    check_idle(busy, "RadixCache");
+    return trie;
+  }
   SlotTrie trie;
   std::atomic<bool> busy{false};
 };
@@ -114,15 +119,15 @@ void bind_sglang(py::module_& m) {
              const Exclusive guard(self.busy, "RadixCache");
              self.trie.reset();
            })
-      .def_property_readonly("page_size", [](const BoundTrie& s) { return s.trie.page_size(); })
+      .def_property_readonly("page_size", [](const BoundTrie& s) { return s.read().page_size(); })
       .def_property_readonly("capacity_pages",
-                             [](const BoundTrie& s) { return s.trie.capacity_pages(); })
+                             [](const BoundTrie& s) { return s.read().capacity_pages(); })
       .def_property_readonly("cached_pages",
-                             [](const BoundTrie& s) { return s.trie.cached_pages(); })
+                             [](const BoundTrie& s) { return s.read().cached_pages(); })
       .def_property_readonly("protected_pages",
-                             [](const BoundTrie& s) { return s.trie.protected_pages(); })
+                             [](const BoundTrie& s) { return s.read().protected_pages(); })
       .def_property_readonly("evictable_pages",
-                             [](const BoundTrie& s) { return s.trie.evictable_pages(); })
+                             [](const BoundTrie& s) { return s.read().evictable_pages(); })
       .def(
           "take_events",
           [](BoundTrie& self) {
@@ -140,9 +145,9 @@ void bind_sglang(py::module_& m) {
             return out;
           },
           "(kind, block hash, parent hash or None, tokens) per event since the last call")
-      .def("dump", [](const BoundTrie& s) { return s.trie.dump(); })
+      .def("dump", [](const BoundTrie& s) { return s.read().dump(); })
       .def(
-          "verify", [](const BoundTrie& s) { s.trie.verify(); },
+          "verify", [](const BoundTrie& s) { s.read().verify(); },
           "Checks the tree's invariants and the trie's page accounting (RuntimeError if broken).");
 }
 

@@ -2,7 +2,8 @@
 //
 // The bound objects are single-owner, like the C++ classes under them, and their long calls
 // release the GIL, so two Python threads could otherwise run inside one object at once and
-// corrupt it. An Exclusive guard around each call turns that into a RuntimeError instead.
+// corrupt it. An Exclusive guard around each call that changes the object turns that into a
+// RuntimeError instead; calls that only read it hold the GIL throughout and check_idle() first.
 #pragma once
 
 #include <atomic>
@@ -16,7 +17,7 @@ class Exclusive {
   Exclusive(std::atomic<bool>& busy, const char* what) : busy_(busy) {
     if (busy_.exchange(true, std::memory_order_acquire)) {
       throw std::logic_error(std::string(what) +
-                             ": already in use by another thread (one thread owns each object)");
+                             ": already inside another call (one thread at a time owns each object)");
     }
   }
   ~Exclusive() { busy_.store(false, std::memory_order_release); }
@@ -26,5 +27,13 @@ class Exclusive {
  private:
   std::atomic<bool>& busy_;
 };
+
+// Throws what Exclusive would while another thread is inside the object.
+inline void check_idle(const std::atomic<bool>& busy, const char* what) {
+  if (busy.load(std::memory_order_acquire)) {
+    throw std::logic_error(std::string(what) +
+                           ": already inside another call (one thread at a time owns each object)");
+  }
+}
 
 }  // namespace radixkv::python

@@ -77,7 +77,7 @@ void SlotTrie::reset() {
 std::shared_ptr<NodeRef> SlotTrie::handle(RadixNode* node) {
   if (node == nullptr || node->is_root()) return nullptr;
   auto& ref = handles_[node];
-  if (!ref) ref = std::make_shared<NodeRef>(NodeRef{node, true});
+  if (!ref) ref = std::make_shared<NodeRef>(NodeRef{node, this, true});
   return ref;
 }
 
@@ -191,22 +191,27 @@ uint64_t SlotTrie::evict(uint64_t pages, std::vector<int64_t>& slots) {
   return released;
 }
 
-uint64_t SlotTrie::lock(const NodeRef& node) {
-  if (!node.alive) {
-    throw std::logic_error(
-        "inc_lock_ref: the node was evicted (or the cache reset) after the match that returned "
-        "it; match again");
+void SlotTrie::check_handle(const NodeRef& node, const char* operation) const {
+  if (node.owner != this) {
+    throw std::logic_error(fmt::format("{}: the node belongs to another cache", operation));
   }
+  if (!node.alive) {
+    throw std::logic_error(fmt::format(
+        "{}: the node was evicted (or the cache reset) after the match that returned it; match "
+        "again",
+        operation));
+  }
+}
+
+uint64_t SlotTrie::lock(const NodeRef& node) {
+  check_handle(node, "inc_lock_ref");
   const uint64_t before = tree_->protected_pages();
   tree_->lock(node.node);
   return tree_->protected_pages() - before;
 }
 
 uint64_t SlotTrie::unlock(const NodeRef& node) {
-  if (!node.alive) {
-    throw std::logic_error(
-        "dec_lock_ref: the node was evicted (or the cache reset): it was not locked");
-  }
+  check_handle(node, "dec_lock_ref");
   const uint64_t before = tree_->protected_pages();
   tree_->unlock(node.node);
   return before - tree_->protected_pages();

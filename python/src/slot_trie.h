@@ -41,6 +41,7 @@ namespace radixkv::python {
 
 struct NodeRef {
   RadixNode* node = nullptr;
+  const void* owner = nullptr;  // the SlotTrie whose tree holds the node
   bool alive = true;
 };
 
@@ -85,7 +86,7 @@ class SlotTrie {
   uint64_t evict(uint64_t pages, std::vector<int64_t>& slots);
 
   // Lock / unlock a node and its path. Return how many pages became protected (lock) or
-  // evictable again (unlock). A dead handle throws std::logic_error.
+  // evictable again (unlock). A dead handle, or one of another trie, throws std::logic_error.
   uint64_t lock(const NodeRef& node);
   uint64_t unlock(const NodeRef& node);
 
@@ -109,6 +110,7 @@ class SlotTrie {
   void build();
   void on_victim(RadixNode& leaf);
   std::shared_ptr<NodeRef> handle(RadixNode* node);
+  void check_handle(const NodeRef& node, const char* operation) const;
   void append_slots(PageId page, std::vector<int64_t>& slots) const;
   int64_t chain_hash(int64_t parent, bool has_parent, Namespace ns, const TokenId* page) const;
 

@@ -311,3 +311,41 @@ def test_import_does_not_need_torch_and_results_become_numpy():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["ndarray [5, 6]", "freed ndarray [6, 5]"]
+
+
+def test_a_node_of_another_cache_is_refused():
+    one, alloc_one = make_cache()
+    two, alloc_two = make_cache()
+    insert(one, alloc_one, [1, 2])
+    insert(two, alloc_two, [1, 2])
+    node = one.match_prefix(RadixKey([1, 2])).last_device_node
+    with pytest.raises(RuntimeError, match="another cache"):
+        two.inc_lock_ref(node)
+    assert two.protected_size() == 0 and one.protected_size() == 0
+
+
+class ReentrantKey:
+    """A token sequence that calls back into the cache while the cache reads it."""
+
+    def __init__(self, cache, tokens):
+        self.cache, self.tokens = cache, tokens
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __getitem__(self, index):
+        return self.tokens[index]
+
+    def __iter__(self):
+        self.cache.total_size()
+        return iter(self.tokens)
+
+
+def test_a_call_inside_another_call_is_refused_not_raced():
+    # The same guard refuses a second thread while a call is inside the trie without the GIL.
+    cache, alloc = make_cache()
+    insert(cache, alloc, [1, 2, 3])
+    with pytest.raises(RuntimeError, match="already inside another call"):
+        cache.match_prefix(RadixKey(ReentrantKey(cache, [1, 2, 3])))
+    assert len(cache.match_prefix(RadixKey([1, 2, 3])).device_indices) == 3
+    cache._trie.verify()
