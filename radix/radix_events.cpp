@@ -85,7 +85,11 @@ void RadixTree::emit_removed(Tier tier, const RadixNode* node, uint32_t i) {
 void RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i) {
   const PageId page = tier == Tier::kDevice ? node->pages_[i] : node->host_->page_ids[i];
   const PageHash& hash = tier == Tier::kDevice ? device_hash(page) : host_tier_->hash(page);
-  events_->sink().dropping(tier, hash, page);
+  events_->sink().dropping({tier,
+                            hash,
+                            parent_hash(node, i),
+                            {node->tokens_ + size_t{i} * page_tokens_, page_tokens_},
+                            page});
 }
 
 std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {

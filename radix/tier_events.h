@@ -8,10 +8,11 @@
 //   removed(tier, hashes)                      pages left `tier` (they may stay on another).
 //   cleared()                                  every page left every tier.
 //   flush()                                    the end of one runtime call: one batch per call.
-//   dropping(tier, hash, page)                 called synchronously just before a page leaves the
-//       trie for good from `tier` (the lowest local tier that held it), while page `page` of that
-//       tier's pool still holds its bytes, so that a writer (the remote tier) can copy them out.
-//       Not a change of tiers: the removed() event follows.
+//   dropping(page)                             called synchronously just before a page leaves the
+//       trie for good from `page.tier` (the lowest local tier that held it), while page `page.page`
+//       of that tier's pool still holds its bytes, so that a writer (the remote tier) can copy
+//       them out with what names them (hash, parent hash, tokens). Not a change of tiers: the
+//       removed() event follows.
 // A consumer that applies stored/removed/cleared in order holds exactly the trie's page set per
 // tier. Page hashes are radix/page_hash.h's. Calls come from the thread that owns the tree.
 #pragma once
@@ -29,6 +30,15 @@ namespace radixkv {
 enum class Tier : uint8_t { kDevice, kHost };
 std::string_view to_string(Tier tier);
 
+// A page about to leave the trie (dropping()). The spans are valid during the call only.
+struct DroppedPage {
+  Tier tier;
+  PageHash hash;
+  PageHash parent;  // the previous page's hash, namespace_seed(ns) for a path's first page
+  std::span<const TokenId> tokens;  // the page's tokens
+  PageId page;                      // in the pool of `tier`
+};
+
 class TierEvents {
  public:
   virtual ~TierEvents() = default;
@@ -37,7 +47,7 @@ class TierEvents {
   virtual void removed(Tier tier, std::span<const PageHash> hashes) = 0;
   virtual void cleared() = 0;
   virtual void flush() {}
-  virtual void dropping(Tier, const PageHash&, PageId) {}
+  virtual void dropping(const DroppedPage&) {}
 };
 
 }  // namespace radixkv

@@ -43,11 +43,13 @@ class EventLog final : public TierEvents {
     host_set_.clear();
   }
   void flush() override { ++flushes_; }
-  void dropping(Tier tier, const PageHash& hash, PageId page) override {
-    const PagePool& pool = tier == Tier::kDevice ? device_ : host_;
-    expect(pool.contains(page) && pool.refcount(page) > 0,
+  void dropping(const DroppedPage& d) override {
+    const PagePool& pool = d.tier == Tier::kDevice ? device_ : host_;
+    expect(pool.contains(d.page) && pool.refcount(d.page) > 0,
            "dropping(): the page must still hold its bytes");
-    expect(held(tier).contains(hash), "dropping(): a page that is not on that tier");
+    expect(held(d.tier).contains(d.hash), "dropping(): a page that is not on that tier");
+    expect(d.tokens.size() == P_ && chain_page_hash(d.parent, d.tokens) == d.hash,
+           "dropping(): the page's hash must chain from its parent over its tokens");
     ++dropping_;
   }
 

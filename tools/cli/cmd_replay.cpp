@@ -18,6 +18,7 @@
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/progress_bar.h"
+#include "tools/cli/remote_flags.h"
 #include "tools/cli/tier_flags.h"
 #include "tools/replay/belady_policy.h"
 #include "tools/replay/cache_replay.h"
@@ -69,6 +70,7 @@ struct ReplayFlags {
   bool json = false, skip_bad = false, no_progress = false;
   EngineFlags engine;
   TierFlags tiers;
+  RemoteFlags remote;
 };
 
 void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
@@ -122,6 +124,7 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   cli.flag("--no-progress", f.no_progress, "no progress bar, even on a terminal");
   declare_engine_flags(cli, f.engine);
   declare_tier_flags(cli, f.tiers);
+  declare_remote_flags(cli, f.remote);
 }
 
 bool is_budget_flag(std::string_view flag) {
@@ -226,6 +229,15 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
     if (cli.given("--plot"))
       throw UsageError(fmt::format("{}: needs --sweep", cli.describe("--plot")));
   }
+  const std::string several_runs = cli.given("--sweep")        ? "--sweep"
+                                   : cli.given("--sweep-host") ? "--sweep-host"
+                                                               : "";
+  check_remote_flags(cli, engine ? "cache mode only for now"
+                          : several_runs.empty()
+                              ? ""
+                              : fmt::format("not with {} (each run would read the pages the "
+                                            "previous one wrote)",
+                                            several_runs));
   if (!cli.given("--trace")) {
     for (const char* flag : {"--format", "--block-tokens"}) {
       if (cli.given(flag)) {
@@ -343,7 +355,8 @@ Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions
 }
 
 std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& f,
-                                         const ReplayPlan& plan, ProgressBar& progress) {
+                                         const ReplayPlan& plan, ProgressBar& progress,
+                                         remote::RemoteTier* remote) {
   std::shared_ptr<const NextUseIndex> belady_index;
   if (std::find(plan.policies.begin(), plan.policies.end(), kBeladyPolicyName) !=
       plan.policies.end()) {
@@ -364,6 +377,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.policy = policy;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
         config.progress = std::ref(progress);
+        config.remote = remote;
         const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
                                             trace.source, policy, config.capacity_pages));
         results.push_back(replay_cache(trace, config));
@@ -432,6 +446,8 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   // Everything about the command line is checked before the trace is read.
   check_flags(cli, f);
   const ReplayPlan plan = plan_replay(cli, f);
+  const std::unique_ptr<remote::RemoteTier> remote =
+      make_remote_tier(cli, f.remote, plan.layout, f.model);
 
   const auto load_start = std::chrono::steady_clock::now();
   const Trace trace = load_trace(cli, f, plan.read);
@@ -453,7 +469,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     return run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
                              f.json, out, err);
   }
-  const std::vector<ReplayResult> results = run_cache_mode(trace, f, plan, progress);
+  const std::vector<ReplayResult> results = run_cache_mode(trace, f, plan, progress, remote.get());
   return report_cache_mode(results, trace, cli, f, out, err);
 }
 

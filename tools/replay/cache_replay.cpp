@@ -10,6 +10,7 @@
 #include "eviction/cache_budget.h"
 #include "kv_store/page_pool.h"
 #include "radix/radix_tree.h"
+#include "remote/remote_tier.h"
 #include "tools/replay/host_tier.h"
 #include "tools/trace/units.h"
 
@@ -92,6 +93,11 @@ class CacheReplayer {
     result_.high_watermark_pages = budget_.high_pages();
     result_.low_watermark_pages = budget_.low_pages();
     if (config.host.enabled()) add_host_tier();
+    if (config.remote != nullptr) {
+      config.remote->attach_pools(&pool_, host_ ? host_->pool.get() : nullptr);
+      tree_->set_tier_events(config.remote);
+      result_.remote.store = config.remote->describe();
+    }
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
   }
@@ -100,6 +106,8 @@ class CacheReplayer {
 
  private:
   void add_host_tier();
+  uint32_t load_remote(Namespace ns, std::span<const TokenId> tokens, uint32_t matched_pages,
+                       std::span<const PageId> pages);
   void replay_request(std::size_t i);
   void finish_run();
 
@@ -113,6 +121,7 @@ class CacheReplayer {
   TokenExpander expander_;
   LatencyRecorder admit_, finish_;
   std::vector<PageId> fresh_;
+  std::vector<PageHash> hashes_;
   ReplayResult result_;
 };
 
@@ -178,6 +187,10 @@ void CacheReplayer::replay_request(std::size_t i) {
     }
   }
   if (host_run > 0) tree_->load(match.node, std::span<const PageId>(fresh_).first(host_run));
+  const uint32_t remote_pages = config_.remote != nullptr && got > 0
+                                    ? load_remote(request.ns, tokens, matched_pages,
+                                                  std::span<const PageId>(fresh_).subspan(host_run))
+                                    : 0;
   const Clock::time_point t1 = Clock::now();
   if (got > 0) {
     // Below the locked match: the matched prefix is not walked a second time.
@@ -206,9 +219,20 @@ void CacheReplayer::replay_request(std::size_t i) {
   }
   admit_.add(t0, t1);
   finish_.add(t1, Clock::now());
-  result_.hit_tokens += match.tokens;
+  result_.hit_tokens += match.tokens + uint64_t{remote_pages} * page_tokens_;
+  result_.remote.hit_tokens += uint64_t{remote_pages} * page_tokens_;
   result_.inserted_pages += got;
   result_.uncached_pages += want - got;
+}
+
+// The pages after the match that the remote tier holds, loaded into the first of `pages` (fresh
+// pages for the rest of the prompt); hashes chained from the namespace's root.
+uint32_t CacheReplayer::load_remote(Namespace ns, std::span<const TokenId> tokens,
+                                    uint32_t matched_pages, std::span<const PageId> pages) {
+  const PageHash parent =
+      chain_page_hashes(ns, tokens, page_tokens_, matched_pages, pages.size(), hashes_);
+  return config_.remote->load(parent, hashes_, tokens.subspan(size_t{matched_pages} * page_tokens_),
+                              pool_, pages);
 }
 
 ReplayResult CacheReplayer::run() {
@@ -240,6 +264,15 @@ void CacheReplayer::finish_run() {
   tree_.reset();  // releases the tree's reference on every page it still indexes
   result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
   if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();
+  if (config_.remote != nullptr) {
+    config_.remote->drain();
+    const remote::RemoteTierStats s = config_.remote->stats();
+    result_.remote.loaded_pages = s.loaded_pages;
+    result_.remote.stored_pages = s.stored_pages;
+    result_.remote.dropped_writes = s.dropped_writes;
+    result_.remote.errors = s.errors;
+    result_.remote.bad_values = s.bad_values;
+  }
 }
 
 }  // namespace

@@ -28,6 +28,10 @@
 // result; no eviction can happen either way), so huge capacities cost no memory. A prompt is
 // expanded only as far as the pool could ever hold: a match never reaches past it, nor does what
 // one request caches, so a prompt longer than the cache costs no more than the cache.
+// With a remote tier (config.remote), the tree tells it of every page it drops (written to the
+// store by its writer thread), and step 2 first asks the store for the pages that follow the
+// match: the leading run it holds counts as hit tokens (and remote hit tokens) and is cached
+// locally like computed pages. The remote tier is drained before the result is read.
 // At the end the page accounting identity (capacity = free + cached, no private pages) and
 // tree.verify() are checked once, the tree is destroyed, and every page not back on the free list
 // counts as leaked. A violation is reported in the result (ReplayResult::ok()), not thrown.
@@ -43,6 +47,10 @@
 #include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
 #include "tools/trace/trace.h"
+
+namespace radixkv::remote {
+class RemoteTier;
+}
 
 namespace radixkv::tools {
 
@@ -62,6 +70,8 @@ struct CacheReplayConfig {
   std::function<void(std::size_t)> before_request;
   // A host tier under the cache (tools/replay/host_tier.h): off unless its capacity is set.
   HostTierReplayConfig host;
+  // The remote tier under the cache (not owned); nullptr: none.
+  remote::RemoteTier* remote = nullptr;
   // Called every 256 requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -75,6 +75,15 @@ std::string format_report_text(const ReplayResult& r) {
   line("tokens reused", fmt::format("{} ({} of KV not recomputed)", group_digits(r.hit_tokens),
                                     format_bytes(r.hit_bytes())));
   out += format_host_tier_text(r);
+  if (!r.remote.store.empty()) {
+    line("remote tier",
+         fmt::format("{}: {} tokens hit ({} pages loaded), {} pages stored, {} writes dropped, {} "
+                     "errors, {} bad values",
+                     r.remote.store, group_digits(r.remote.hit_tokens),
+                     group_digits(r.remote.loaded_pages), group_digits(r.remote.stored_pages),
+                     group_digits(r.remote.dropped_writes), group_digits(r.remote.errors),
+                     group_digits(r.remote.bad_values)));
+  }
   line("pages inserted", group_digits(r.inserted_pages));
   if (r.uncached_pages > 0) {
     line("pages not cached",
@@ -138,6 +147,15 @@ Json report_json(const ReplayResult& r) {
       {"finish_us", latency_json(r.finish)},
   };
   add_host_tier_json(out, r);
+  if (!r.remote.store.empty()) {
+    out["remote"] = r.remote.store;
+    out["remote_hit_tokens"] = r.remote.hit_tokens;
+    out["remote_loaded_pages"] = r.remote.loaded_pages;
+    out["remote_stored_pages"] = r.remote.stored_pages;
+    out["remote_dropped_writes"] = r.remote.dropped_writes;
+    out["remote_errors"] = r.remote.errors;
+    out["remote_bad_values"] = r.remote.bad_values;
+  }
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
   return out;
 }

@@ -14,6 +14,17 @@
 
 namespace radixkv::tools {
 
+// The remote tier's part of a replay (--remote); `store` empty when there was none.
+struct RemoteReplayResult {
+  std::string store;            // where, credentials masked
+  uint64_t hit_tokens = 0;      // prompt tokens loaded from the remote tier (in hit_tokens too)
+  uint64_t loaded_pages = 0;    // pages loaded from it
+  uint64_t stored_pages = 0;    // pages the store took
+  uint64_t dropped_writes = 0;  // pages not written (queue full, store down or full)
+  uint64_t errors = 0;          // store calls that failed
+  uint64_t bad_values = 0;      // values whose header did not match: misses, never served
+};
+
 struct ReplayResult {
   // What ran.
   std::string mode;    // "cache" or "engine"
@@ -47,7 +58,8 @@ struct ReplayResult {
   LatencySummary admit;      // match, lock, allocate (evicting as needed)
   LatencySummary finish;     // insert, unlock, release
 
-  HostTierResult host;  // with a host tier only (host.enabled)
+  HostTierResult host;        // with a host tier only (host.enabled)
+  RemoteReplayResult remote;  // with a remote tier: hit_tokens counts its hits too
   EngineResult engine;  // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
 
   double hit_rate() const {

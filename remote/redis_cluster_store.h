@@ -1,0 +1,62 @@
+// RedisClusterStore: RemoteStore on a Redis Cluster. Each key goes to the master that serves its
+// hash slot; a batch is split into one pipeline per master.
+//
+// Routing, as the Redis Cluster specification describes it (https://redis.io/docs/reference/
+// cluster-spec/): slot = CRC16-XMODEM(key) mod 16384, where a key holding "{tag}" with a non-empty
+// tag hashes only the tag. The slot map comes from CLUSTER SLOTS, asked of any reachable node
+// (the URL's seeds first). A reply "MOVED slot host:port" (the slot moved for good) updates the map
+// and the command is sent again there; "ASK slot host:port" (a slot being migrated) sends it once
+// to that node after ASKING, without changing the map. A batch follows at most a few redirections
+// and then fails with RemoteError. A node that cannot be reached fails the batch (RemoteError),
+// and the map is asked for again, after the backoff, on the next call.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include "remote/backoff.h"
+#include "remote/redis_connection.h"
+#include "remote/redis_store.h"
+
+namespace radixkv::remote {
+
+inline constexpr uint32_t kClusterSlots = 16384;
+// The slot of `key` (hash tags included). Pinned against Redis' own answers in the tests.
+uint16_t cluster_slot(std::string_view key);
+
+class RedisClusterStore final : public RemoteStore {
+ public:
+  RedisClusterStore(RedisUrl url, RedisStoreOptions options);  // connects lazily
+  std::vector<bool> exists(std::span<const std::string> keys) override;
+  std::vector<std::optional<std::string>> get(std::span<const std::string> keys) override;
+  PutResult put(std::span<const std::pair<std::string, std::string>> items) override;
+  std::string describe() const override { return url_.describe(); }
+
+  uint64_t redirects() const { return redirects_; }  // MOVED and ASK replies followed
+
+ private:
+  struct Node {
+    RedisEndpoint endpoint;
+    std::unique_ptr<RedisConnection> connection;
+  };
+  // One command per key, routed; replies in key order.
+  std::vector<RedisReply> run(std::size_t count,
+                              const std::function<std::string_view(std::size_t)>& key,
+                              const std::function<RedisCommand(std::size_t)>& command);
+  void refresh_slots();
+  uint16_t node_index(const RedisEndpoint& endpoint);
+  RedisConnection& connect(Node& node);
+
+  RedisUrl url_;
+  RedisStoreOptions options_;
+  Backoff backoff_;
+  std::vector<Node> nodes_;
+  std::array<int16_t, kClusterSlots> slot_node_;  // index into nodes_, -1 while unknown
+  bool have_slots_ = false;
+  uint64_t redirects_ = 0;
+};
+
+}  // namespace radixkv::remote

@@ -1,0 +1,186 @@
+#include "remote/remote_tier.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "remote/page_value.h"
+
+namespace radixkv::remote {
+
+RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
+                       RemoteTierConfig config, TierEvents* next)
+    : reader_(std::move(reader)),
+      writer_store_(std::move(writer)),
+      config_(std::move(config)),
+      next_(next),
+      layout_id_(layout_id(config_.layout)) {
+  if (!reader_ || !writer_store_) throw std::invalid_argument("remote tier: no store");
+  if (config_.queue_pages == 0 || config_.batch_pages == 0) {
+    throw std::invalid_argument(fmt::format(
+        "remote tier: the write queue ({} pages) and its batches ({} pages) need at least 1 page",
+        config_.queue_pages, config_.batch_pages));
+  }
+  where_ = reader_->describe();
+  writer_ = std::thread([this] { write_loop(); });
+}
+
+RemoteTier::~RemoteTier() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  writer_.join();
+}
+
+void RemoteTier::attach_pools(PagePool* device, PagePool* host) {
+  for (const PagePool* pool : {device, host}) {
+    if (pool != nullptr && pool->backend().storage() == StorageKind::kDevice) {
+      throw std::invalid_argument(
+          "remote tier: a pool whose pages live on a GPU cannot be copied to the store directly; "
+          "give the runtime a host tier (pinned memory) and the remote tier writes from there");
+    }
+  }
+  device_ = device;
+  host_ = host;
+}
+
+std::span<const std::byte> RemoteTier::bytes_of(Tier tier, PageId page) {
+  PagePool* pool = tier == Tier::kDevice ? device_ : host_;
+  if (pool == nullptr || pool->backend().storage() != StorageKind::kHost) return {};
+  return pool->host_bytes(page);
+}
+
+void RemoteTier::dropping(const DroppedPage& page) {
+  if (next_ != nullptr) next_->dropping(page);
+  {
+    std::lock_guard lock(mutex_);
+    if (queue_.size() >= config_.queue_pages) {
+      ++dropped_writes_;
+      return;
+    }
+  }
+  // Encoded here, while the bytes are still the page's; queued below.
+  const std::span<const std::byte> bytes = bytes_of(page.tier, page.page);
+  PagePool* pool = page.tier == Tier::kDevice ? device_ : host_;
+  const bool has_bytes = pool != nullptr && pool->backend().storage() == StorageKind::kHost;
+  Item item{page_key(config_.prefix, layout_id_, page.hash),
+            has_bytes
+                ? encode_page_value(layout_id_, page.parent, page.tokens, bytes)
+                : encode_page_value(layout_id_, page.parent, page.tokens, config_.filler_bytes)};
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(item));
+  }
+  ++queued_pages_;
+  wake_.notify_one();
+}
+
+void RemoteTier::write_loop() {
+  std::vector<Item> batch;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping with nothing left
+    batch.clear();
+    while (!queue_.empty() && batch.size() < config_.batch_pages) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    writing_ = true;
+    lock.unlock();
+    try {
+      const PutResult result = writer_store_->put(batch);
+      stored_pages_ += result.stored;
+      dropped_writes_ += result.refused;
+      if (result.refused > 0) ++errors_;  // one per refusing batch (a full store refuses many)
+    } catch (const RemoteUnavailable&) {
+      ++unavailable_;
+      dropped_writes_ += batch.size();
+    } catch (const RemoteError&) {
+      ++errors_;
+      dropped_writes_ += batch.size();
+    } catch (const std::exception&) {  // out of memory copying the batch: drop it, keep going
+      ++errors_;
+      dropped_writes_ += batch.size();
+    }
+    lock.lock();
+    writing_ = false;
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+void RemoteTier::drain() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return queue_.empty() && !writing_; });
+}
+
+uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hashes,
+                          std::span<const TokenId> tokens, PagePool& pool,
+                          std::span<const PageId> pages) {
+  const std::size_t count = std::min(hashes.size(), pages.size());
+  if (count == 0) return 0;
+  const std::size_t page_tokens = config_.layout.page_tokens;
+  if (tokens.size() < count * page_tokens) {
+    throw std::invalid_argument(
+        fmt::format("remote tier: load of {} pages with {} tokens", count, tokens.size()));
+  }
+  std::vector<std::string> keys;
+  keys.reserve(count);
+  for (std::size_t i = 0; i < count; ++i)
+    keys.push_back(page_key(config_.prefix, layout_id_, hashes[i]));
+  std::vector<std::optional<std::string>> values;
+  try {
+    values = reader_->get(keys);
+  } catch (const RemoteUnavailable&) {
+    ++unavailable_;
+    return 0;
+  } catch (const RemoteError&) {
+    ++errors_;
+    return 0;
+  }
+  ++lookups_;
+  looked_up_pages_ += count;
+  const bool has_bytes = pool.backend().storage() == StorageKind::kHost;
+  ExpectedPage expected{layout_id_,
+                        parent,
+                        {},
+                        has_bytes ? static_cast<std::size_t>(pool.bytes_per_page()) : SIZE_MAX};
+  uint32_t loaded = 0;
+  for (; loaded < count && values[loaded]; ++loaded) {
+    expected.tokens = tokens.subspan(loaded * page_tokens, page_tokens);
+    std::span<const std::byte> payload;
+    if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {
+      ++bad_values_;
+      break;
+    }
+    if (has_bytes)
+      std::memcpy(pool.host_bytes(pages[loaded]).data(), payload.data(), payload.size());
+    expected.parent = hashes[loaded];
+  }
+  loaded_pages_ += loaded;
+  return loaded;
+}
+
+RemoteTierStats RemoteTier::stats() const {
+  return {lookups_,      looked_up_pages_, loaded_pages_, bad_values_, queued_pages_,
+          stored_pages_, dropped_writes_,  errors_,       unavailable_};
+}
+
+void RemoteTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
+                        std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
+  if (next_ != nullptr) next_->stored(tier, ns, parent, hashes, tokens);
+}
+void RemoteTier::removed(Tier tier, std::span<const PageHash> hashes) {
+  if (next_ != nullptr) next_->removed(tier, hashes);
+}
+void RemoteTier::cleared() {
+  if (next_ != nullptr) next_->cleared();
+}
+void RemoteTier::flush() {
+  if (next_ != nullptr) next_->flush();
+}
+
+}  // namespace radixkv::remote

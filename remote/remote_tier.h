@@ -1,0 +1,125 @@
+// RemoteTier: the shared tier under the local ones (device, host), on a RemoteStore (Redis).
+//
+// Writing. A page leaving the trie from the lowest local tier (TierEvents::dropping) is encoded
+// at once, synchronously, while its bytes are still in the pool (remote/page_value.h: header,
+// tokens, the page's bytes, or `filler_bytes` of filler for a pool without bytes), and queued. A
+// writer thread sends the queue to the store in batches (one pipeline each). The queue is bounded
+// (`queue_pages`): a page that finds it full is dropped and counted, so the scheduler's thread
+// never waits for the store.
+//
+// Reading. load() names the pages that follow a request's local match by their chain hashes,
+// asks the store for all of them in one round trip (bounded by the store's timeout), and takes
+// the leading run whose values check out against what the request expects (layout, parent,
+// tokens, payload size and checksum): their payloads are copied into the caller's device pages.
+// A value that does not check out ends the run and is counted (bad_values): wrong KV is never
+// served. A store that fails (down, slow, restarted) makes load() return 0 at once, counted in
+// errors; while the store waits out its backoff, loads and writes are skipped (unavailable),
+// without touching the network. Nothing here throws for a store failure.
+//
+// The tier forwards every other tier event to `next` (a KV event publisher, say), so that it can
+// sit between a tree and another observer. Threads: load() and the TierEvents calls come from the
+// tree's owner; the writer thread only touches the queue and its own store.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kv_store/kv_layout.h"
+#include "kv_store/page_pool.h"
+#include "radix/tier_events.h"
+#include "remote/remote_store.h"
+
+namespace radixkv::remote {
+
+struct RemoteTierConfig {
+  std::string prefix = "radixkv";  // the deployment prefix of every key
+  KvLayout layout;                 // the layout id in every key and value
+  std::size_t filler_bytes = 0;    // payload of a value from a pool without bytes (replay)
+  std::size_t queue_pages = 4096;  // pages waiting for the writer at most
+  std::size_t batch_pages = 64;    // pages per write pipeline at most
+};
+
+struct RemoteTierStats {
+  uint64_t lookups = 0;  // load() calls that asked the store
+  uint64_t looked_up_pages = 0;
+  uint64_t loaded_pages = 0;    // pages load() returned
+  uint64_t bad_values = 0;      // values that did not check out (each ended a run)
+  uint64_t queued_pages = 0;    // pages handed to the writer
+  uint64_t stored_pages = 0;    // pages the store took
+  uint64_t dropped_writes = 0;  // pages not written: queue full, store failed or refused
+  uint64_t errors = 0;          // store calls that failed (read or write), refused items
+  uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
+};
+
+class RemoteTier final : public TierEvents {
+ public:
+  // `reader` serves load(), `writer` the writer thread: two connections, one per thread.
+  // Throws std::invalid_argument for a queue or batch of 0 pages.
+  RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
+             RemoteTierConfig config, TierEvents* next = nullptr);
+  // Writes what is still queued (each batch bounded by the store's timeout), then stops.
+  ~RemoteTier() override;
+  RemoteTier(const RemoteTier&) = delete;
+  RemoteTier& operator=(const RemoteTier&) = delete;
+
+  // The pools dropping() reads bytes from (nullptr: no such tier). A pool whose pages live on a
+  // device is refused (std::invalid_argument): copy through a host tier instead.
+  void attach_pools(PagePool* device, PagePool* host);
+
+  // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
+  // `parent`; its tokens tokens[i*P, (i+1)*P)) that the store holds and that check out, copied
+  // into `pages` of `pool` when the pool has bytes. Returns how many.
+  uint32_t load(const PageHash& parent, std::span<const PageHash> hashes,
+                std::span<const TokenId> tokens, PagePool& pool, std::span<const PageId> pages);
+
+  // Blocks until every page queued so far has been sent (or dropped). For tests and shutdown.
+  void drain();
+  RemoteTierStats stats() const;
+  std::string describe() const { return where_; }
+  const RemoteTierConfig& config() const { return config_; }
+
+  // TierEvents
+  void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
+              std::span<const PageHash> hashes, std::span<const TokenId> tokens) override;
+  void removed(Tier tier, std::span<const PageHash> hashes) override;
+  void cleared() override;
+  void flush() override;
+  void dropping(const DroppedPage& page) override;
+
+ private:
+  using Item = std::pair<std::string, std::string>;  // key, value
+  void write_loop();
+  std::span<const std::byte> bytes_of(Tier tier, PageId page);
+
+  std::unique_ptr<RemoteStore> reader_;
+  std::unique_ptr<RemoteStore> writer_store_;
+  RemoteTierConfig config_;
+  TierEvents* next_;
+  uint64_t layout_id_;
+  std::string where_;
+  PagePool* device_ = nullptr;
+  PagePool* host_ = nullptr;
+
+  // Counters the owner's thread writes (read by stats()).
+  std::atomic<uint64_t> lookups_{0}, looked_up_pages_{0}, loaded_pages_{0}, bad_values_{0},
+      queued_pages_{0};
+  // Counters both threads write.
+  std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0};
+
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<Item> queue_;
+  bool writing_ = false;  // the writer holds a batch
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+}  // namespace radixkv::remote

@@ -1,0 +1,20 @@
+# The remote tier (issue 16). test_remote needs no server. The others run each case through
+# scripts/with-redis.sh, which starts a Redis (or a 3-node Redis Cluster) of the case's own on free
+# loopback ports and stops it afterwards; they are labelled `integration` and, under CI=true, fail
+# rather than skip when Redis cannot start.
+if(TARGET radixkv_remote)
+  radixkv_add_test(test_remote SOURCES test_remote.cpp LIBS radixkv_remote LABELS threads)
+
+  set(RADIXKV_WITH_REDIS ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh)
+  radixkv_add_test(test_remote_redis SOURCES test_remote_redis.cpp
+    LIBS radixkv_cli radixkv_remote radixkv_test_process nlohmann_json::nlohmann_json
+    LABELS integration threads LAUNCHER ${RADIXKV_WITH_REDIS})
+  target_compile_definitions(test_remote_redis PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
+  add_dependencies(test_remote_redis radixkv)
+
+  radixkv_add_test(test_remote_cluster SOURCES test_remote_cluster.cpp
+    LIBS radixkv_cli radixkv_remote radixkv_test_process nlohmann_json::nlohmann_json
+    LABELS integration threads LAUNCHER ${RADIXKV_WITH_REDIS} --cluster)
+  target_compile_definitions(test_remote_cluster PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
+  add_dependencies(test_remote_cluster radixkv)
+endif()

@@ -1,0 +1,57 @@
+// MemoryStore: a RemoteStore in a map, for tests of the remote tier without a server. It can be
+// told to fail (every call throws RemoteError until told otherwise) and counts its calls.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "remote/remote_store.h"
+
+namespace radixkv::testing {
+
+class MemoryStore final : public remote::RemoteStore {
+ public:
+  struct Shared {
+    std::mutex mutex;
+    std::map<std::string, std::string> values;
+    bool failing = false;
+    uint64_t gets = 0, puts = 0;
+  };
+  explicit MemoryStore(Shared& shared) : shared_(shared) {}
+
+  std::vector<bool> exists(std::span<const std::string> keys) override {
+    std::lock_guard lock(shared_.mutex);
+    check();
+    std::vector<bool> out;
+    for (const std::string& key : keys) out.push_back(shared_.values.contains(key));
+    return out;
+  }
+  std::vector<std::optional<std::string>> get(std::span<const std::string> keys) override {
+    std::lock_guard lock(shared_.mutex);
+    check();
+    ++shared_.gets;
+    std::vector<std::optional<std::string>> out;
+    for (const std::string& key : keys) {
+      const auto it = shared_.values.find(key);
+      out.push_back(it == shared_.values.end() ? std::nullopt : std::optional(it->second));
+    }
+    return out;
+  }
+  remote::PutResult put(std::span<const std::pair<std::string, std::string>> items) override {
+    std::lock_guard lock(shared_.mutex);
+    check();
+    ++shared_.puts;
+    for (const auto& [key, value] : items) shared_.values[key] = value;
+    return {static_cast<uint32_t>(items.size()), 0, {}};
+  }
+  std::string describe() const override { return "memory"; }
+
+ private:
+  void check() const {
+    if (shared_.failing) throw remote::RemoteError("memory store: told to fail");
+  }
+  Shared& shared_;
+};
+
+}  // namespace radixkv::testing

@@ -1,0 +1,297 @@
+// The remote tier without a server: URLs and their masking, the key and value format, Redis
+// Cluster's key slots, and the tier's load/write rules over an in-memory store
+// (tests/memory_store.h). The same rules against a real Redis: tests/test_remote_redis.cpp.
+#include <doctest/doctest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "kv_store/page_backend.h"
+#include "kv_store/page_pool.h"
+#include "radix/page_hash.h"
+#include "remote/page_value.h"
+#include "remote/redis_cluster_store.h"
+#include "remote/redis_url.h"
+#include "remote/remote_tier.h"
+#include "tests/memory_store.h"
+
+namespace radixkv {
+namespace {
+
+using remote::RedisUrl;
+using remote::ValueCheck;
+
+TEST_CASE("remote URL: hosts, ports, databases, credentials and the cluster form") {
+  const RedisUrl plain = RedisUrl::parse("redis://cache.internal:6380/2", std::nullopt);
+  CHECK_FALSE(plain.cluster);
+  REQUIRE(plain.endpoints.size() == 1);
+  CHECK(plain.endpoints[0].host == "cache.internal");
+  CHECK(plain.endpoints[0].port == 6380);
+  CHECK(plain.db == 2);
+  CHECK_FALSE(plain.password.has_value());
+  CHECK(RedisUrl::parse("redis://h", std::nullopt).endpoints[0].port == 6379);
+  CHECK(RedisUrl::parse("redis://[::1]:7000", std::nullopt).endpoints[0].host == "::1");
+
+  const RedisUrl auth = RedisUrl::parse("redis://alice:p%40ss:w@h:1", std::nullopt);
+  CHECK(auth.user == "alice");
+  CHECK(auth.password == "p@ss:w");
+  const RedisUrl only_password = RedisUrl::parse("redis://s3cret@h:1", std::nullopt);
+  CHECK(only_password.user.empty());
+  CHECK(only_password.password == "s3cret");
+  // REDISCLI_AUTH when the URL has none; the URL's wins otherwise.
+  CHECK(RedisUrl::parse("redis://h:1", "from-env").password == "from-env");
+  CHECK(RedisUrl::parse("redis://bob:mine@h:1", "from-env").password == "mine");
+
+  const RedisUrl cluster = RedisUrl::parse("redis+cluster://a:1,b:2,[::1]:3", std::nullopt);
+  CHECK(cluster.cluster);
+  REQUIRE(cluster.endpoints.size() == 3);
+  CHECK(cluster.endpoints[1] == remote::RedisEndpoint{"b", 2});
+  CHECK(cluster.describe() == "redis+cluster://a:1,b:2,[::1]:3");
+}
+
+TEST_CASE("remote URL: bad ones are refused, saying why, and no message shows a password") {
+  const auto refused = [](const std::string& url, const std::string& why) {
+    CAPTURE(url);
+    try {
+      RedisUrl::parse(url, std::nullopt);
+      FAIL("accepted");
+    } catch (const std::invalid_argument& e) {
+      const std::string message = e.what();
+      CHECK(message.find(why) != std::string::npos);
+      CHECK(message.find("hunter2") == std::string::npos);
+    }
+  };
+  refused("http://h:1", "unknown scheme");
+  refused("rediss://u:hunter2@h:1", "TLS");
+  refused("redis://u:hunter2@h:0", "port '0'");
+  refused("redis://u:hunter2@h:99999", "port '99999'");
+  refused("redis://u:hunter2@h:1/x", "database 'x'");
+  refused("redis://u:hunter2@:1", "no host");
+  refused("redis://u:hunter2@a:1,b:2", "redis+cluster://");
+  refused("redis+cluster://u:hunter2@a:1/3", "only database 0");
+  refused("redis://u:hunter2%4@h:1", "escape");
+
+  CHECK(remote::mask_url("redis://alice:hunter2@h:1/2") == "redis://alice:***@h:1/2");
+  CHECK(remote::mask_url("redis://hunter2@h:1") == "redis://***@h:1");
+  CHECK(remote::mask_url("redis://h:1") == "redis://h:1");
+  CHECK(RedisUrl::parse("redis://alice:hunter2@h:1/2", std::nullopt).describe() ==
+        "redis://alice:***@h:1/2");
+  CHECK(RedisUrl::parse("redis://h:1", "hunter2").describe() == "redis://***@h:1");
+}
+
+TEST_CASE("remote keys: prefix, layout id and the 128-bit page hash, and layouts differ") {
+  const PageHash hash{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+  CHECK(remote::page_key("prod", 0x42, hash) ==
+        "prod:0000000000000042:fedcba98765432100123456789abcdef");
+  KvLayout a = KvLayout::preset("llama-3-8b", 16);
+  KvLayout b = a;
+  b.page_tokens = 32;
+  CHECK(remote::layout_id(a) == remote::layout_id(KvLayout::preset("llama-3-8b", 16)));
+  CHECK(remote::layout_id(a) != remote::layout_id(b));
+  b = a;
+  b.kv_heads += 1;
+  CHECK(remote::layout_id(a) != remote::layout_id(b));
+}
+
+TEST_CASE("remote values: what was written checks out, and every altered field is a miss") {
+  const std::vector<TokenId> tokens{5, 6, 7, 8};
+  const PageHash parent = namespace_seed(3);
+  std::vector<std::byte> bytes(64);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 7);
+  const std::string value = remote::encode_page_value(99, parent, tokens, bytes);
+  CHECK(value.size() == remote::kPageHeaderBytes + 16 + 64);
+  const remote::ExpectedPage expected{99, parent, tokens, 64};
+  std::span<const std::byte> payload;
+  REQUIRE(remote::check_page_value(value, expected, &payload) == ValueCheck::kOk);
+  CHECK(std::equal(payload.begin(), payload.end(), bytes.begin(), bytes.end()));
+
+  const auto altered = [&](std::size_t at) {
+    std::string v = value;
+    v[at] = static_cast<char>(v[at] ^ 1);
+    return remote::check_page_value(v, expected);
+  };
+  CHECK(altered(0) == ValueCheck::kMagic);
+  CHECK(altered(4) == ValueCheck::kVersion);
+  CHECK(altered(8) == ValueCheck::kLayout);
+  CHECK(altered(16) == ValueCheck::kTokens);  // the page count
+  CHECK(altered(20) == ValueCheck::kChecksum);
+  CHECK(altered(28) == ValueCheck::kParent);
+  CHECK(altered(44) == ValueCheck::kTruncated);  // the payload size no longer adds up
+  CHECK(altered(remote::kPageHeaderBytes + 4) == ValueCheck::kTokens);
+  CHECK(altered(value.size() - 1) == ValueCheck::kChecksum);
+  CHECK(remote::check_page_value(value.substr(0, value.size() - 1), expected) ==
+        ValueCheck::kTruncated);
+  CHECK(remote::check_page_value(value.substr(0, 10), expected) == ValueCheck::kTruncated);
+
+  remote::ExpectedPage other = expected;
+  other.payload_bytes = 128;
+  CHECK(remote::check_page_value(value, other) == ValueCheck::kSize);
+  other = expected;
+  other.parent = namespace_seed(4);
+  CHECK(remote::check_page_value(value, other) == ValueCheck::kParent);
+  other.payload_bytes = SIZE_MAX;  // a pool without bytes takes any size
+  other.parent = parent;
+  CHECK(remote::check_page_value(remote::encode_page_value(99, parent, tokens, 1000), other) ==
+        ValueCheck::kOk);
+}
+
+TEST_CASE("cluster key slots: CRC16-XMODEM mod 16384, hash tags as the specification says") {
+  // The specification's check value: CRC16 of "123456789" is 0x31C3.
+  CHECK(remote::cluster_slot("123456789") == 0x31C3);
+  // Values Redis' CLUSTER KEYSLOT gives (also checked against a live cluster in
+  // tests/test_remote_cluster.cpp).
+  CHECK(remote::cluster_slot("foo") == 12182);
+  CHECK(remote::cluster_slot("bar") == 5061);
+  CHECK(remote::cluster_slot("{user1000}.following") == remote::cluster_slot("user1000"));
+  CHECK(remote::cluster_slot("foo{}{bar}") == remote::cluster_slot("foo{}{bar}"));
+  CHECK(remote::cluster_slot("foo{}{bar}") != remote::cluster_slot("bar"));  // empty tag: whole key
+  CHECK(remote::cluster_slot("foo{{bar}}zap") == remote::cluster_slot("{bar"));
+}
+
+// A tier over a MemoryStore, with a host-memory pool of 4-token pages.
+struct TierFixture {
+  static constexpr uint32_t P = 4;
+  testing::MemoryStore::Shared shared;
+  KvLayout layout{1, 1, 4, 2, P};  // 64 bytes per page
+  PagePool pool{layout, 16, make_host_backend()};
+  remote::RemoteTier tier;
+
+  explicit TierFixture(std::size_t queue_pages = 64)
+      : tier(std::make_unique<testing::MemoryStore>(shared),
+             std::make_unique<testing::MemoryStore>(shared),
+             remote::RemoteTierConfig{"t", layout, 0, queue_pages, 8}) {
+    tier.attach_pools(&pool, nullptr);
+  }
+
+  // Writes the first `pages` pages of `tokens` (namespace ns) as if each left the device with the
+  // byte pattern `fill + i`, and waits for the writer.
+  void write(Namespace ns, const std::vector<TokenId>& tokens, uint32_t pages, uint8_t fill) {
+    std::vector<PageId> ids;
+    REQUIRE(pool.allocate(pages, ids));
+    PageHash parent = namespace_seed(ns);
+    for (uint32_t i = 0; i < pages; ++i) {
+      const std::span<const TokenId> page(tokens.data() + i * P, P);
+      const PageHash hash = chain_page_hash(parent, page);
+      for (std::byte& b : pool.host_bytes(ids[i])) b = static_cast<std::byte>(fill + i);
+      tier.dropping({Tier::kDevice, hash, parent, page, ids[i]});
+      parent = hash;
+    }
+    pool.release(ids);
+    tier.drain();
+  }
+
+  // Loads what follows `matched` pages of `tokens`; returns the count and checks the bytes.
+  uint32_t load(Namespace ns, const std::vector<TokenId>& tokens, uint32_t matched,
+                uint8_t fill = 0) {
+    PageHash parent = namespace_seed(ns);
+    for (uint32_t i = 0; i < matched; ++i)
+      parent = chain_page_hash(parent, {tokens.data() + i * P, P});
+    std::vector<PageHash> hashes;
+    PageHash h = parent;
+    for (std::size_t i = matched; i < tokens.size() / P; ++i) {
+      h = chain_page_hash(h, {tokens.data() + i * P, P});
+      hashes.push_back(h);
+    }
+    std::vector<PageId> ids;
+    REQUIRE(pool.allocate(static_cast<uint32_t>(hashes.size()), ids));
+    const uint32_t loaded =
+        tier.load(parent, hashes, std::span(tokens).subspan(matched * P), pool, ids);
+    for (uint32_t i = 0; i < loaded; ++i) {
+      for (std::byte b : pool.host_bytes(ids[i])) {
+        REQUIRE(b == static_cast<std::byte>(fill + matched + i));
+      }
+    }
+    pool.release(ids);
+    return loaded;
+  }
+};
+
+std::vector<TokenId> iota_tokens(std::size_t n, TokenId first) {
+  std::vector<TokenId> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+TEST_CASE("remote tier: the leading run that checks out is loaded, bytes and all") {
+  TierFixture f;
+  const std::vector<TokenId> tokens = iota_tokens(6 * TierFixture::P, 100);
+  f.write(1, tokens, 4, 10);  // pages 0..3 in the store
+  CHECK(f.tier.stats().stored_pages == 4);
+  CHECK(f.load(1, tokens, 0, 10) == 4);  // a run of 4, then page 4 is missing
+  CHECK(f.load(1, tokens, 2, 10) == 2);  // after a local match of 2
+  CHECK(f.load(1, tokens, 4, 10) == 0);
+  // Another namespace (tenant) with the same tokens never sees them.
+  CHECK(f.load(2, tokens, 0) == 0);
+  // A prompt that differs in page 1 takes page 0 only.
+  std::vector<TokenId> other = tokens;
+  other[TierFixture::P + 1] = -5;
+  CHECK(f.load(1, other, 0, 10) == 1);
+  CHECK(f.tier.stats().bad_values == 0);
+  CHECK(f.tier.stats().loaded_pages == 4 + 2 + 1);
+}
+
+TEST_CASE("remote tier: a corrupted value ends the run as a miss, counted, never served") {
+  TierFixture f;
+  const std::vector<TokenId> tokens = iota_tokens(4 * TierFixture::P, 7);
+  f.write(3, tokens, 4, 1);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    REQUIRE(f.shared.values.size() == 4);
+    // Flip the last payload byte of page 2's value.
+    PageHash h = namespace_seed(3);
+    for (uint32_t i = 0; i < 3; ++i) h = chain_page_hash(h, {tokens.data() + i * 4, 4});
+    std::string& v = f.shared.values.at(remote::page_key("t", remote::layout_id(f.layout), h));
+    v.back() = static_cast<char>(v.back() ^ 0x40);
+  }
+  CHECK(f.load(3, tokens, 0, 1) == 2);
+  CHECK(f.tier.stats().bad_values == 1);
+}
+
+TEST_CASE("remote tier: a failing store is a miss and an error, and writes are dropped, counted") {
+  TierFixture f;
+  const std::vector<TokenId> tokens = iota_tokens(3 * TierFixture::P, 1);
+  f.write(0, tokens, 3, 0);
+  f.shared.failing = true;
+  CHECK(f.load(0, tokens, 0) == 0);
+  CHECK(f.tier.stats().errors == 1);
+  f.write(0, iota_tokens(2 * TierFixture::P, 50), 2, 0);
+  CHECK(f.tier.stats().dropped_writes == 2);
+  CHECK(f.tier.stats().errors >= 2);  // the writer may have sent the two pages in one batch or two
+  f.shared.failing = false;
+  CHECK(f.load(0, tokens, 0) == 3);  // and back again
+}
+
+TEST_CASE("remote tier: a full write queue drops pages and counts them, never blocks") {
+  TierFixture f(/*queue_pages=*/2);
+  std::unique_lock hold(f.shared.mutex);  // the writer blocks on its first put
+  std::vector<PageId> ids;
+  REQUIRE(f.pool.allocate(1, ids));
+  const std::vector<TokenId> page{1, 2, 3, 4};
+  PageHash parent = namespace_seed(0);
+  for (int i = 0; i < 20; ++i) {
+    f.tier.dropping({Tier::kDevice, chain_page_hash(parent, page), parent, page, ids[0]});
+    parent = chain_page_hash(parent, page);
+  }
+  const remote::RemoteTierStats s = f.tier.stats();
+  // At most one batch in the writer's hands and two waiting; the rest dropped.
+  CHECK(s.dropped_writes >= 20 - 2 - 8);
+  CHECK(s.queued_pages + s.dropped_writes == 20);
+  hold.unlock();
+  f.tier.drain();
+  CHECK(f.tier.stats().stored_pages == s.queued_pages);
+  f.pool.release(ids);
+}
+
+TEST_CASE("remote tier: a write queue or batch of no pages is refused") {
+  testing::MemoryStore::Shared shared;
+  const auto make = [&](std::size_t queue, std::size_t batch) {
+    return remote::RemoteTier(std::make_unique<testing::MemoryStore>(shared),
+                              std::make_unique<testing::MemoryStore>(shared),
+                              remote::RemoteTierConfig{"t", {}, 0, queue, batch});
+  };
+  CHECK_THROWS_WITH_AS(make(0, 1), doctest::Contains("at least 1 page"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(make(1, 0), doctest::Contains("at least 1 page"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace radixkv

@@ -1,0 +1,135 @@
+// The remote tier on a real 3-node Redis Cluster (scripts/with-redis.sh --cluster starts one per
+// case): key slots as the cluster computes them, batches split across the masters, MOVED and ASK
+// redirections followed, and two processes sharing pages through the cluster.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "remote/redis_cluster_store.h"
+#include "tests/child_process.h"
+#include "tests/cli_runs.h"
+#include "tests/redis_fixture.h"
+
+namespace radixkv {
+namespace {
+
+using testing::redis_cli;
+
+std::unique_ptr<remote::RedisClusterStore> cluster_store() {
+  return std::make_unique<remote::RedisClusterStore>(
+      remote::RedisUrl::parse(testing::redis_url()),
+      remote::RedisStoreOptions{std::chrono::milliseconds(500), std::chrono::milliseconds(5),
+                                std::chrono::milliseconds(50)});
+}
+
+std::string node_id(int port) { return redis_cli(port, "cluster myid"); }
+
+TEST_CASE("cluster: key slots equal CLUSTER KEYSLOT's") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  for (const std::string key :
+       {"foo", "bar", "{user1000}.following", "radixkv:00:ab", "a{b}c", "x{}y", "{{z}}"}) {
+    CAPTURE(key);
+    CHECK(std::to_string(remote::cluster_slot(key)) ==
+          redis_cli(port, "cluster keyslot '" + key + "'"));
+  }
+}
+
+TEST_CASE("cluster: a batch is split across the masters and read back whole") {
+  RADIXKV_NEED_REDIS();
+  auto store = cluster_store();
+  std::vector<std::pair<std::string, std::string>> items;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) {
+    items.emplace_back(fmt::format("page:{}", i), fmt::format("value {}", i * i));
+    keys.push_back(items.back().first);
+  }
+  CHECK(store->put(items).stored == 300);
+  const auto values = store->get(keys);
+  for (int i = 0; i < 300; ++i) CHECK(values[i] == items[i].second);
+  int total = 0;
+  for (int port : testing::redis_ports()) {
+    const int here = std::stoi(redis_cli(port, "dbsize"));
+    CHECK(here > 50);  // every master holds its share
+    total += here;
+  }
+  CHECK(total == 300);
+  CHECK(store->redirects() == 0);
+}
+
+TEST_CASE("cluster: MOVED (a slot reassigned) and ASK (a slot migrating) are followed") {
+  RADIXKV_NEED_REDIS();
+  const std::vector<int> ports = testing::redis_ports();
+  auto store = cluster_store();
+  const std::vector<std::string> warm{"warm"};
+  store->get(warm);  // the store has read the slot map now
+
+  const std::string key = "moved-key";
+  const uint16_t slot = remote::cluster_slot(key);
+  int from = -1;
+  for (int port : ports) {
+    if (redis_cli(port, "cluster countkeysinslot " + std::to_string(slot)) == "0" &&
+        redis_cli(port, "get " + key).rfind("MOVED", 0) != 0) {
+      from = port;
+    }
+  }
+  REQUIRE(from > 0);
+  const int to = from == ports[0] ? ports[1] : ports[0];
+  // Give the (empty) slot to `to` on every node: the store's map is now stale.
+  for (int port : ports) {
+    REQUIRE(redis_cli(port, fmt::format("cluster setslot {} node {}", slot, node_id(to))) == "OK");
+  }
+  const std::vector<std::pair<std::string, std::string>> item{{key, "here"}};
+  CHECK(store->put(item).stored == 1);
+  CHECK(store->redirects() >= 1);
+  CHECK(redis_cli(to, "get " + key) == "here");
+  const uint64_t after_moved = store->redirects();
+  CHECK(store->get(std::vector<std::string>{key})[0] == "here");
+  CHECK(store->redirects() == after_moved);  // the map learnt the move
+
+  // Now migrate that slot from `to` to a third node: keys not yet moved are asked for there.
+  const int third =
+      ports[2] == from || ports[2] == to ? (ports[1] == to ? ports[0] : ports[1]) : ports[2];
+  REQUIRE(third != to);
+  REQUIRE(redis_cli(third, fmt::format("cluster setslot {} importing {}", slot, node_id(to))) ==
+          "OK");
+  REQUIRE(redis_cli(to, fmt::format("cluster setslot {} migrating {}", slot, node_id(third))) ==
+          "OK");
+  // A key of the slot that `to` does not hold: `to` answers ASK; the store asks `third`.
+  std::string fresh;
+  for (int i = 0; fresh.empty(); ++i) {
+    const std::string k = fmt::format("{}{}", key, i);
+    if (remote::cluster_slot(k) == slot) fresh = k;
+    if (i > 2000000) break;
+  }
+  REQUIRE_FALSE(fresh.empty());
+  const uint64_t before_ask = store->redirects();
+  CHECK(store->put(std::vector<std::pair<std::string, std::string>>{{fresh, "asked"}}).stored == 1);
+  CHECK(store->redirects() == before_ask + 1);
+  CHECK(redis_cli(third, fmt::format("cluster countkeysinslot {}", slot)) ==
+        "1");                                                                    // it landed there
+  CHECK(redis_cli(to, fmt::format("cluster countkeysinslot {}", slot)) == "1");  // `key` only
+  CHECK(store->get(std::vector<std::string>{key})[0] == "here");  // still served by `to`
+}
+
+TEST_CASE("cluster: two processes share pages through the cluster") {
+  RADIXKV_NEED_REDIS();
+  const std::vector<std::string> args{"replay", "--remote",          testing::redis_url(),
+                                      "--json", "--capacity-tokens", "4096"};
+  const testing::CliRun a =
+      testing::run_binary(args, {.out = testing::scratch_path("a.json"), .err = ""});
+  REQUIRE_MESSAGE(a.status == 0, a.err);
+  const testing::CliRun b =
+      testing::run_binary(args, {.out = testing::scratch_path("b.json"), .err = ""});
+  REQUIRE_MESSAGE(b.status == 0, b.err);
+  const auto ja = nlohmann::json::parse(a.out);
+  const auto jb = nlohmann::json::parse(b.out);
+  CHECK(ja["remote_stored_pages"].get<uint64_t>() > 0);
+  CHECK(ja["remote_errors"] == 0);
+  CHECK(jb["remote_hit_tokens"].get<uint64_t>() > 0);
+  CHECK(jb["hit_rate"].get<double>() >= ja["hit_rate"].get<double>());
+  for (int port : testing::redis_ports()) CHECK(std::stoi(redis_cli(port, "dbsize")) > 0);
+}
+
+}  // namespace
+}  // namespace radixkv

@@ -1,0 +1,323 @@
+// The remote tier against a real Redis (each case gets its own from scripts/with-redis.sh): two
+// processes sharing pages, the faults the tier must survive (the server killed, restarted, slowed,
+// full, a value corrupted), tenants and deployments kept apart, and credentials never printed.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "remote/page_value.h"
+#include "remote/redis_store.h"
+#include "remote/remote_tier.h"
+#include "tests/child_process.h"
+#include "tests/cli_runs.h"
+#include "tests/redis_fixture.h"
+#include "tests/small_traces.h"
+#include "tools/replay/cache_replay.h"
+
+namespace radixkv {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::redis_cli;
+
+constexpr uint32_t P = 4;
+const KvLayout kLayout{1, 1, 4, 2, P};
+
+remote::RedisStoreOptions fast_options(std::chrono::milliseconds timeout = 200ms) {
+  return {timeout, 5ms, 50ms};  // short backoff: a restarted server is used again at once
+}
+
+std::unique_ptr<remote::RemoteTier> make_tier(const std::string& url,
+                                              const std::string& prefix = "test",
+                                              remote::RedisStoreOptions options = fast_options(),
+                                              std::size_t filler_bytes = 32) {
+  const remote::RedisUrl parsed = remote::RedisUrl::parse(url);
+  return std::make_unique<remote::RemoteTier>(
+      remote::make_redis_store(parsed, options), remote::make_redis_store(parsed, options),
+      remote::RemoteTierConfig{prefix, kLayout, filler_bytes, 1u << 16, 64});
+}
+
+tools::Trace small_trace(uint64_t seed = 5) {
+  tools::GenConfig config = testing::small_gen_config(seed);
+  config.conversations = 150;
+  return testing::generated_trace(config);
+}
+
+tools::ReplayResult replay(const tools::Trace& trace, remote::RemoteTier* tier,
+                           uint64_t capacity_pages = 40,
+                           std::function<void(std::size_t)> before = nullptr) {
+  tools::CacheReplayConfig config;
+  config.layout = kLayout;
+  config.model = "test";
+  config.capacity_pages = capacity_pages;
+  config.remote = tier;
+  config.before_request = std::move(before);
+  return tools::replay_cache(trace, config);
+}
+
+TEST_CASE("redis store: put, get and exists in one pipeline each") {
+  RADIXKV_NEED_REDIS();
+  auto store =
+      remote::make_redis_store(remote::RedisUrl::parse(testing::redis_url()), fast_options());
+  const std::vector<std::pair<std::string, std::string>> items{
+      {"k1", "v1"}, {"k2", std::string("bin\0ary", 7)}, {"k3", std::string(100000, 'x')}};
+  const remote::PutResult put = store->put(items);
+  CHECK(put.stored == 3);
+  CHECK(put.refused == 0);
+  const std::vector<std::string> keys{"k1", "missing", "k2", "k3"};
+  const auto values = store->get(keys);
+  REQUIRE(values.size() == 4);
+  CHECK(values[0] == "v1");
+  CHECK_FALSE(values[1].has_value());
+  CHECK(values[2] == std::string("bin\0ary", 7));
+  CHECK(values[3] == std::string(100000, 'x'));
+  CHECK(store->exists(keys) == std::vector<bool>{true, false, true, true});
+}
+
+TEST_CASE(
+    "two processes: B, with cold local tiers, gets remote hits from A, and B's hit rate >= A's") {
+  RADIXKV_NEED_REDIS();
+  REQUIRE(redis_cli(testing::redis_ports().at(0), "dbsize") == "0");
+  std::vector<std::string> args{"replay", "--json", "--capacity-tokens", "4096"};
+  const testing::CliRun local = testing::run_cli(args);  // the control: no remote tier
+  REQUIRE(local.status == 0);
+  // A generous timeout (the machine running the tests may be busy), and a queue that holds what
+  // the fast replay drops faster than one writer sends.
+  args.insert(args.end(), {"--remote", testing::redis_url(), "--remote-timeout-ms", "2000",
+                           "--remote-queue-pages", "1e6"});
+  const testing::CliRun a =
+      testing::run_binary(args, {.out = testing::scratch_path("a.json"), .err = ""});
+  REQUIRE_MESSAGE(a.status == 0, a.err);
+  const testing::CliRun b =
+      testing::run_binary(args, {.out = testing::scratch_path("b.json"), .err = ""});
+  REQUIRE_MESSAGE(b.status == 0, b.err);
+  const auto jl = nlohmann::json::parse(local.out);
+  const auto ja = nlohmann::json::parse(a.out);
+  const auto jb = nlohmann::json::parse(b.out);
+  CHECK(jl.count("remote_hit_tokens") == 0);
+  // A's own evicted pages come back from Redis later in its run; B starts with all of them.
+  CHECK(ja["remote_stored_pages"].get<uint64_t>() > 0);
+  CHECK(ja["hit_rate"].get<double>() >= jl["hit_rate"].get<double>());
+  CHECK(jb["remote_hit_tokens"].get<uint64_t>() > ja["remote_hit_tokens"].get<uint64_t>());
+  CHECK(jb["hit_rate"].get<double>() >= ja["hit_rate"].get<double>());
+  CHECK(jb["remote_loaded_pages"].get<uint64_t>() * 16 == jb["remote_hit_tokens"].get<uint64_t>());
+  for (const auto* j : {&ja, &jb}) {
+    CHECK((*j)["remote_errors"] == 0);
+    CHECK((*j)["remote_bad_values"] == 0);
+    CHECK((*j)["remote_dropped_writes"] == 0);
+    CHECK((*j)["pages_leaked"] == 0);
+  }
+  MESSAGE("hit rate local-only " << jl["hit_rate"] << ", A " << ja["hit_rate"] << ", B "
+                                 << jb["hit_rate"] << " (remote " << jb["remote_hit_tokens"]
+                                 << " tokens)");
+}
+
+TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted, nothing leaked") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  const tools::Trace trace = small_trace();
+  auto tier = make_tier(testing::redis_url());
+  const std::size_t half = trace.requests.size() / 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  const tools::ReplayResult r = replay(trace, tier.get(), 40, [&](std::size_t i) {
+    if (i == half) testing::kill_redis(port);
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.ok());
+  CHECK(r.pages_leaked == 0);
+  CHECK(r.remote.errors > 0);
+  CHECK(r.remote.stored_pages > 0);  // before the kill
+  CHECK(r.requests == trace.requests.size());
+  // Down, each request costs a refused connection or nothing (backoff), never a timeout's wait.
+  CHECK(seconds < 10.0);
+}
+
+TEST_CASE("faults: Redis restarted (empty): the same tier reconnects and hits resume") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  const tools::Trace trace = small_trace();
+  auto tier = make_tier(testing::redis_url());
+  const tools::ReplayResult filled = replay(trace, tier.get());
+  REQUIRE(filled.remote.stored_pages > 0);
+  CHECK(replay(trace, tier.get()).remote.hit_tokens > 0);  // a fresh local cache hits remotely
+
+  testing::kill_redis(port);
+  const tools::ReplayResult down = replay(trace, tier.get());
+  CHECK(down.remote.hit_tokens == 0);
+  CHECK(down.remote.errors > filled.remote.errors);
+  CHECK(down.ok());
+
+  REQUIRE(testing::restart_redis(port));
+  std::this_thread::sleep_for(100ms);  // past the backoff
+  const tools::ReplayResult refill = replay(trace, tier.get());
+  CHECK(refill.remote.stored_pages > down.remote.stored_pages);
+  const tools::ReplayResult again = replay(trace, tier.get());
+  CHECK(again.remote.hit_tokens > 0);
+  CHECK(again.remote.loaded_pages > refill.remote.loaded_pages);
+}
+
+TEST_CASE("faults: Redis slowed (DEBUG SLEEP): no load waits past the timeout") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  auto tier = make_tier(testing::redis_url(), "test", fast_options(100ms));
+  PagePool pool(kLayout, 8, make_host_backend());
+  std::vector<PageId> pages;
+  REQUIRE(pool.allocate(2, pages));
+  const std::vector<TokenId> tokens{1, 2, 3, 4, 5, 6, 7, 8};
+  const PageHash a = chain_page_hash(namespace_seed(0), std::span(tokens).first(4));
+  const std::vector<PageHash> hashes{a, chain_page_hash(a, std::span(tokens).last(4))};
+  CHECK(tier->load(namespace_seed(0), hashes, tokens, pool, pages) == 0);  // connects; empty
+  const uint64_t errors = tier->stats().errors;
+
+  std::thread sleeper([&] { redis_cli(port, "debug sleep 1.5"); });
+  std::this_thread::sleep_for(200ms);  // the server is asleep now
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(tier->load(namespace_seed(0), hashes, tokens, pool, pages) == 0);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  sleeper.join();
+  CHECK(waited < 100ms + 150ms);  // the timeout and scheduling slack, far below the 1.5 s sleep
+  CHECK(tier->stats().errors == errors + 1);
+  // Awake again: after the backoff, loads work.
+  std::this_thread::sleep_for(100ms);
+  CHECK(tier->load(namespace_seed(0), hashes, tokens, pool, pages) == 0);
+  CHECK(tier->stats().errors == errors + 1);
+  CHECK(tier->stats().lookups >= 2);
+  pool.release(pages);
+}
+
+TEST_CASE("faults: Redis full (tiny maxmemory, noeviction): writes refused and counted") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  REQUIRE(redis_cli(port, "config set maxmemory-policy noeviction") == "OK");
+  // 1 MiB above what the empty server uses: the first 250 or so 4 KiB values fit, then no more.
+  const std::string info = redis_cli(port, "info memory");
+  const auto at = info.find("used_memory:");
+  REQUIRE(at != std::string::npos);
+  const long long base = std::stoll(info.substr(at + 12));
+  REQUIRE(redis_cli(port, fmt::format("config set maxmemory {}", base + 1024 * 1024)) == "OK");
+  const tools::Trace trace = small_trace();
+  auto tier = make_tier(testing::redis_url(), "full", fast_options(), 4096);
+  const tools::ReplayResult r = replay(trace, tier.get());
+  CHECK(r.ok());
+  CHECK(r.remote.dropped_writes > 0);
+  CHECK(r.remote.errors > 0);
+  CHECK(r.remote.bad_values == 0);
+  // With an eviction policy the server makes room instead: every write lands.
+  REQUIRE(redis_cli(port, "config set maxmemory-policy allkeys-lru") == "OK");
+  auto tier2 = make_tier(testing::redis_url(), "lru", fast_options(), 4096);
+  const tools::ReplayResult lru = replay(trace, tier2.get());
+  CHECK(lru.remote.dropped_writes == 0);
+  CHECK(lru.remote.stored_pages > 0);
+}
+
+TEST_CASE("faults: a corrupted value is a miss, counted, and the pages before it still load") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  auto tier = make_tier(testing::redis_url());
+  PagePool pool(kLayout, 8, make_host_backend());
+  tier->attach_pools(&pool, nullptr);
+  std::vector<PageId> pages;
+  REQUIRE(pool.allocate(3, pages));
+  const std::vector<TokenId> tokens{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<PageHash> hashes;
+  PageHash parent = namespace_seed(9);
+  for (int i = 0; i < 3; ++i) {
+    const std::span<const TokenId> page = std::span(tokens).subspan(i * P, P);
+    hashes.push_back(chain_page_hash(parent, page));
+    for (std::byte& b : pool.host_bytes(pages[i])) b = static_cast<std::byte>(0x30 + i);
+    tier->dropping({Tier::kDevice, hashes.back(), parent, page, pages[i]});
+    parent = hashes.back();
+  }
+  tier->drain();
+  REQUIRE(tier->stats().stored_pages == 3);
+  // Flip one payload byte of page 1 in the server (SETRANGE at the value's end).
+  const std::string key = remote::page_key("test", remote::layout_id(kLayout), hashes[1]);
+  const std::string length = redis_cli(port, "strlen " + key);
+  REQUIRE(redis_cli(port, fmt::format("setrange {} {} Z", key, std::stoll(length) - 1)) == length);
+  for (PageId p : pages) {
+    for (std::byte& b : pool.host_bytes(p)) b = std::byte{0};
+  }
+  CHECK(tier->load(namespace_seed(9), hashes, tokens, pool, pages) == 1);
+  CHECK(tier->stats().bad_values == 1);
+  CHECK(pool.host_bytes(pages[0])[0] == std::byte{0x30});
+  CHECK(pool.host_bytes(pages[1])[0] == std::byte{0});  // never written with the bad payload
+  pool.release(pages);
+}
+
+TEST_CASE("tenants and deployments: other namespaces and other prefixes never share pages") {
+  RADIXKV_NEED_REDIS();
+  tools::GenConfig config = testing::small_gen_config(8);
+  config.conversations = 100;
+  const tools::Trace trace = testing::generated_trace(config);
+  tools::Trace other_tenant = trace;
+  for (tools::TraceRequest& r : other_tenant.requests) r.ns += 1000;
+
+  // Filled through a small cache (evictions write pages); read through one that never evicts, so
+  // that every remote hit comes from what the filling run wrote.
+  auto tier = make_tier(testing::redis_url(), "deployment-a");
+  REQUIRE(replay(trace, tier.get()).remote.stored_pages > 0);
+  const uint64_t big = 1u << 20;
+  CHECK(replay(trace, tier.get(), big).remote.hit_tokens > 0);  // the control: the same tenant hits
+  CHECK(replay(other_tenant, tier.get(), big).remote.hit_tokens == 0);
+  auto other_deployment = make_tier(testing::redis_url(), "deployment-b");
+  CHECK(replay(trace, other_deployment.get(), big).remote.hit_tokens == 0);
+  CHECK(tier->stats().bad_values == 0);
+}
+
+TEST_CASE("credentials: from the URL or REDISCLI_AUTH, used, and never printed") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  const std::string secret = "s3cret-Pa55";
+  REQUIRE(redis_cli(port, fmt::format("acl setuser alice on '>{}' '~*' '+@all'", secret)) == "OK");
+  REQUIRE(redis_cli(port, fmt::format("config set requirepass {}", secret)) == "OK");
+  const std::string host = fmt::format("127.0.0.1:{}", port);
+  const auto run = [&](const std::string& url, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"replay", "--remote", url, "--capacity-tokens", "2048"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const testing::CliRun r =
+        testing::run_binary(args, {.out = testing::scratch_path("out.txt"), .err = ""});
+    CHECK(r.out.find(secret) == std::string::npos);
+    CHECK(r.err.find(secret) == std::string::npos);
+    return r;
+  };
+  testing::CliRun r = run(fmt::format("redis://alice:{}@{}", secret, host), {"--json"});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  auto json = nlohmann::json::parse(r.out);
+  CHECK(json["remote"] == fmt::format("redis://alice:***@{}", host));
+  CHECK(json["remote_stored_pages"].get<uint64_t>() > 0);
+  CHECK(json["remote_errors"] == 0);
+
+  r = run(fmt::format("redis://alice:{}@{}", secret, host));  // the text report
+  CHECK(r.status == 0);
+  CHECK(r.out.find("alice:***@") != std::string::npos);
+
+  ::setenv("REDISCLI_AUTH", secret.c_str(), 1);  // the default user, password from the environment
+  r = run("redis://" + host, {"--json"});
+  ::unsetenv("REDISCLI_AUTH");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  json = nlohmann::json::parse(r.out);
+  CHECK(json["remote_errors"] == 0);
+  CHECK(json["remote_hit_tokens"].get<uint64_t>() > 0);  // the same keys as alice's run
+
+  // A wrong password: local-only caching, errors counted, the password in no message.
+  r = run(fmt::format("redis://alice:wrong-{}@{}", secret, host), {"--json"});
+  CHECK(r.status == 0);
+  json = nlohmann::json::parse(r.out);
+  CHECK(json["remote_errors"].get<uint64_t>() > 0);
+  CHECK(json["remote_hit_tokens"] == 0);
+  // A URL that does not parse: a usage error that masks the password.
+  r = run(fmt::format("redis://alice:{}@{}/notadb", secret, host));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("alice:***@") != std::string::npos);
+  // Help shows the form, not a secret.
+  const testing::CliRun help = testing::run_cli({"replay", "--help"});
+  CHECK(help.out.find("redis://[user:password@]HOST:PORT") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace radixkv

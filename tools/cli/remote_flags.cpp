@@ -1,0 +1,73 @@
+#include "tools/cli/remote_flags.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "remote/redis_store.h"
+#include "tools/trace/units.h"
+
+namespace radixkv::tools {
+
+namespace {
+constexpr std::string_view kValueFlags[] = {"--remote-prefix", "--remote-timeout-ms",
+                                            "--remote-value-bytes", "--remote-queue-pages"};
+}
+
+void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
+  cli.text("--remote", f.url, "URL",
+           "a shared remote tier under the cache: redis://[user:password@]HOST:PORT[/DB] or "
+           "redis+cluster://HOST:PORT[,HOST:PORT...]; the password may also come from "
+           "REDISCLI_AUTH (cache mode)");
+  cli.text("--remote-prefix", f.prefix, "TEXT",
+           "deployment prefix of every remote key (default radixkv): deployments sharing a Redis "
+           "never share pages");
+  cli.count("--remote-timeout-ms", f.timeout_ms, "MS",
+            "longest wait for the remote store per round trip, connecting included (default 50)", 1,
+            60000);
+  cli.size("--remote-value-bytes", f.value_bytes,
+           "filler bytes per remote value after its header, standing for the page's KV "
+           "(default 0)");
+  cli.count("--remote-queue-pages", f.queue_pages, "N",
+            "pages waiting to be written to the remote store at most; more are dropped and "
+            "counted (default 4096)",
+            1, 1u << 24);
+}
+
+void check_remote_flags(const CommandLine& cli, const std::string& mode_refusal) {
+  if (!cli.given("--remote")) {
+    for (std::string_view flag : kValueFlags) {
+      if (cli.given(flag)) throw UsageError(fmt::format("{}: needs --remote", cli.describe(flag)));
+    }
+    return;
+  }
+  if (!mode_refusal.empty()) {
+    throw UsageError(fmt::format("{}: {}", cli.describe("--remote"), mode_refusal));
+  }
+}
+
+std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, const RemoteFlags& f,
+                                                     const KvLayout& layout) {
+  if (!cli.given("--remote")) return nullptr;
+  remote::RedisUrl url;
+  try {
+    url = remote::RedisUrl::parse(f.url);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("{}: {}", cli.describe("--remote"), e.what()));
+  }
+  if (f.prefix.empty()) {
+    throw UsageError(
+        fmt::format("{}: the prefix must not be empty", cli.describe("--remote-prefix")));
+  }
+  remote::RedisStoreOptions options;
+  options.timeout = std::chrono::milliseconds(f.timeout_ms);
+  remote::RemoteTierConfig config;
+  config.prefix = f.prefix;
+  config.layout = layout;
+  config.filler_bytes = f.value_bytes;
+  config.queue_pages = f.queue_pages;
+  return std::make_unique<remote::RemoteTier>(remote::make_redis_store(url, options),
+                                              remote::make_redis_store(url, options), config);
+}
+
+}  // namespace radixkv::tools
