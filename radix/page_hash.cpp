@@ -41,4 +41,19 @@ PageHash chain_page_hash(const PageHash& parent, std::span<const TokenId> tokens
   return from_xxh(XXH3_128bits_digest(&state));
 }
 
+PageHash chain_page_hashes(Namespace ns, std::span<const TokenId> tokens, uint32_t page_tokens,
+                           std::size_t first, std::size_t count, std::vector<PageHash>& out) {
+  PageHash parent = namespace_seed(ns);
+  for (std::size_t i = 0; i < first; ++i) {
+    parent = chain_page_hash(parent, tokens.subspan(i * page_tokens, page_tokens));
+  }
+  out.clear();
+  PageHash hash = parent;
+  for (std::size_t i = first; i < first + count; ++i) {
+    hash = chain_page_hash(hash, tokens.subspan(i * page_tokens, page_tokens));
+    out.push_back(hash);
+  }
+  return parent;
+}
+
 }  // namespace radixkv

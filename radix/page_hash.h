@@ -13,6 +13,7 @@
 #include <compare>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "radix/radix_node.h"
 
@@ -29,5 +30,11 @@ PageHash namespace_seed(Namespace ns);
 // (namespace_seed() for the first page of a path).
 PageHash chain_page_hash(const PageHash& parent, std::span<const TokenId> tokens);
 inline uint64_t event_id(const PageHash& hash) { return hash.low; }
+
+// The hashes of pages [first, first + count) of `tokens` (page_tokens each) in namespace `ns`,
+// into `out`; returns the hash before page `first` (namespace_seed(ns) when first is 0). What the
+// remote tier looks a prompt's pages up by.
+PageHash chain_page_hashes(Namespace ns, std::span<const TokenId> tokens, uint32_t page_tokens,
+                           std::size_t first, std::size_t count, std::vector<PageHash>& out);
 
 }  // namespace radixkv

@@ -4,7 +4,7 @@
 //        The page hash is radix/page_hash.h's chain hash, which already covers the namespace and
 //        every token from the root through the page: two tenants (namespaces) never share a key,
 //        the deployment prefix keeps deployments apart on one Redis, and the layout id keeps
-//        models (KV shapes) apart.
+//        models (their names and KV shapes) apart.
 // Value: a 56-byte header, the page's tokens, then the payload (the page's bytes, or filler):
 //          0  magic "RKVP"                         28  parent page's hash (16 bytes, low half
 //          first) 4  format version (u16) = 1             44  payload bytes (u64) 6  zero (u16) 52
@@ -31,8 +31,9 @@ namespace radixkv::remote {
 inline constexpr std::size_t kPageHeaderBytes = 56;
 inline constexpr uint16_t kPageFormatVersion = 1;
 
-// XXH3-64 of "radixkv-kv-layout-v1" and the layout's five fields (u32 LE each).
-uint64_t layout_id(const KvLayout& layout);
+// XXH3-64 of "radixkv-kv-layout-v1", the layout's five fields (u32 LE each) and the model's name:
+// KV of one model is never served to another, even of the same shape.
+uint64_t layout_id(const KvLayout& layout, std::string_view model);
 
 std::string page_key(std::string_view prefix, uint64_t layout, const PageHash& hash);
 

@@ -15,7 +15,7 @@ RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<Remo
       writer_store_(std::move(writer)),
       config_(std::move(config)),
       next_(next),
-      layout_id_(layout_id(config_.layout)) {
+      layout_id_(layout_id(config_.layout, config_.model)) {
   if (!reader_ || !writer_store_) throw std::invalid_argument("remote tier: no store");
   if (config_.queue_pages == 0 || config_.batch_pages == 0) {
     throw std::invalid_argument(fmt::format(

@@ -34,14 +34,15 @@
 
 #include "kv_store/kv_layout.h"
 #include "kv_store/page_pool.h"
-#include "radix/tier_events.h"
 #include "remote/remote_store.h"
+#include "runtime/remote_pages.h"
 
 namespace radixkv::remote {
 
 struct RemoteTierConfig {
   std::string prefix = "radixkv";  // the deployment prefix of every key
-  KvLayout layout;                 // the layout id in every key and value
+  KvLayout layout;                 // with `model`, the layout id in every key and value
+  std::string model;               // the model's name: models of one KV shape never share pages
   std::size_t filler_bytes = 0;    // payload of a value from a pool without bytes (replay)
   std::size_t queue_pages = 4096;  // pages waiting for the writer at most
   std::size_t batch_pages = 64;    // pages per write pipeline at most
@@ -59,7 +60,7 @@ struct RemoteTierStats {
   uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
 };
 
-class RemoteTier final : public TierEvents {
+class RemoteTier final : public RemotePages {
  public:
   // `reader` serves load(), `writer` the writer thread: two connections, one per thread.
   // Throws std::invalid_argument for a queue or batch of 0 pages.
@@ -72,13 +73,15 @@ class RemoteTier final : public TierEvents {
 
   // The pools dropping() reads bytes from (nullptr: no such tier). A pool whose pages live on a
   // device is refused (std::invalid_argument): copy through a host tier instead.
-  void attach_pools(PagePool* device, PagePool* host);
+  void attach_pools(PagePool* device, PagePool* host) override;
+  void forward_events(TierEvents* next) override { next_ = next; }
 
   // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
   // `parent`; its tokens tokens[i*P, (i+1)*P)) that the store holds and that check out, copied
   // into `pages` of `pool` when the pool has bytes. Returns how many.
   uint32_t load(const PageHash& parent, std::span<const PageHash> hashes,
-                std::span<const TokenId> tokens, PagePool& pool, std::span<const PageId> pages);
+                std::span<const TokenId> tokens, PagePool& pool,
+                std::span<const PageId> pages) override;
 
   // Blocks until every page queued so far has been sent (or dropped). For tests and shutdown.
   void drain();

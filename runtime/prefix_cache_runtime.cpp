@@ -89,7 +89,14 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
     tree_.add_host_tier(host_setup(tiers.host, copier));
   }
   if (tiers.page_hashes) tree_.enable_page_hashes();
-  if (tiers.events != nullptr) tree_.set_tier_events(tiers.events);
+  if (tiers.remote != nullptr) {
+    remote_ = tiers.remote;
+    remote_->attach_pools(&pool, tiers.host.pool);
+    remote_->forward_events(tiers.events);
+    tree_.set_tier_events(remote_);  // the tree tells the remote tier what it drops
+  } else if (tiers.events != nullptr) {
+    tree_.set_tier_events(tiers.events);
+  }
 }
 
 PrefixCacheRuntime::~PrefixCacheRuntime() {
@@ -226,23 +233,48 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.locked = match.node;
   s.tokens.assign(request.prompt.begin(), request.prompt.end());
   ++live_;
+  const uint32_t remote_tokens = remote_ == nullptr ? 0
+                                                    : load_remote(s, matched_pages + host_pages,
+                                                                  reuse_cut(len) / page_tokens_) *
+                                                          page_tokens_;
+  const uint32_t reused = match.tokens + remote_tokens;
 
   ++stats_.admits;
   stats_.prompt_tokens += len;
-  stats_.reused_tokens += match.tokens;
+  stats_.reused_tokens += reused;
   stats_.device_hit_tokens += match.device_tokens;
   stats_.host_hit_tokens += match.host_tokens();
-  stats_.prefill_tokens += len - match.tokens;
+  stats_.remote_hit_tokens += remote_tokens;
+  stats_.prefill_tokens += len - reused;
 
   result.seq = {slot, s.generation};
-  result.reused_tokens = match.tokens;
-  result.position_offset = match.tokens;
+  result.reused_tokens = reused;
+  result.position_offset = reused;
+  result.remote_hit_tokens = remote_tokens;
   result.device_hit_tokens = match.device_tokens;
   result.host_hit_tokens = match.host_tokens();
   result.load_ticket = ticket;
   result.block_table = s.block_table;
   end_call();
   return result;
+}
+
+// The pages after the local match that the remote tier holds, loaded into the private pages
+// allocated for them and cached at once, as if computed (the sequence locks them). Returns how
+// many.
+uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint32_t cut_pages) {
+  if (cut_pages <= local_pages) return 0;
+  const PageHash parent = chain_page_hashes(s.name_space, s.tokens, page_tokens_, local_pages,
+                                            cut_pages - local_pages, remote_hashes_);
+  const uint32_t loaded = remote_->load(
+      parent, remote_hashes_,
+      std::span<const TokenId>(s.tokens).subspan(size_t{local_pages} * page_tokens_), pool_,
+      std::span<const PageId>(s.block_table).subspan(local_pages, cut_pages - local_pages));
+  if (loaded == 0) return 0;
+  s.reused_tokens += loaded * page_tokens_;
+  s.computed_tokens = (local_pages + loaded) * page_tokens_;
+  insert_computed(s);
+  return loaded;
 }
 
 ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {

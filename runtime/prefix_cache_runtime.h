@@ -12,7 +12,11 @@
 //                     allocates device pages for the host run, starts copying it there (the pages
 //                     are device pages of the trie at once) and returns load_ticket; the caller
 //                     must not compute before load_done(ticket) (or after wait_load(ticket)).
-//                     reused_tokens = device_hit_tokens + host_hit_tokens. A match that ends in
+//                     With a remote tier, the pages after the local match are looked up there
+//                     (one round trip, bounded by its timeout) and the leading run found is
+//                     loaded into the private pages that follow, then cached like computed pages
+//                     before admit returns (remote_hit_tokens; a failed lookup is a miss).
+//                     reused_tokens = device + host + remote hit tokens. A match that ends in
 //                     pages another request is still loading gets a ticket covering that load.
 //   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
 //                     full pages of that prefix into the tree, switches the block table to the
@@ -66,6 +70,7 @@
 #include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
 #include "radix/radix_tree.h"
+#include "runtime/remote_pages.h"
 #include "runtime/sequence.h"
 
 namespace radixkv {
@@ -102,7 +107,9 @@ struct RuntimeConfig {
 struct TierConfig {
   HostTierConfig host;
   TierEvents* events = nullptr;  // told of every change of tiers; turns page hashes on
-  bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
+  // A remote tier under the local ones (runtime/remote_pages.h); must outlive the runtime.
+  RemotePages* remote = nullptr;
+  bool page_hashes = false;  // keep a PageHash per cached page (radix/page_hash.h)
 };
 
 using LoadTicket = CopyTicket;  // 0: nothing to wait for
@@ -124,6 +131,7 @@ struct AdmitResult {
   uint32_t position_offset = 0;         // first position to compute; == reused_tokens
   uint32_t device_hit_tokens = 0;       // of reused_tokens: already on the device
   uint32_t host_hit_tokens = 0;         // of reused_tokens: loaded from the host tier
+  uint32_t remote_hit_tokens = 0;       // of reused_tokens: loaded from the remote tier
   LoadTicket load_ticket = 0;           // compute only once load_done(load_ticket)
   std::span<const PageId> block_table;  // valid until the sequence changes
   uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
@@ -154,6 +162,7 @@ struct RuntimeStats {
   uint64_t reused_tokens = 0;      // prompt tokens served from the cache
   uint64_t device_hit_tokens = 0;  // of which on the device at admit
   uint64_t host_hit_tokens = 0;    // of which loaded from the host tier
+  uint64_t remote_hit_tokens = 0;  // of which loaded from the remote tier
   uint64_t prefill_tokens = 0;     // prompt tokens to compute: prompt - reused
   uint64_t decode_tokens = 0;      // tokens appended by append_token
   uint64_t committed_pages = 0;    // pages handed to the tree
@@ -242,6 +251,7 @@ class PrefixCacheRuntime {
                       const char* operation) const;
   void end_call();
   void check_host_accounting() const;
+  uint32_t load_remote(detail::Sequence& s, uint32_t local_pages, uint32_t cut_pages);
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
@@ -255,6 +265,8 @@ class PrefixCacheRuntime {
   double now_ = 0.0;
   RuntimeStats stats_;
   std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
+  RemotePages* remote_ = nullptr;
+  std::vector<PageHash> remote_hashes_;  // scratch for remote lookups
 };
 
 }  // namespace radixkv

@@ -19,12 +19,14 @@ ActiveTurn::ActiveTurn(PrefixCacheRuntime& runtime, PagePool& pool, const TinyTr
   CHECK(admitted.position_offset == admitted.reused_tokens);
   CHECK(admitted.reused_tokens % runtime_.page_tokens() == 0);
   CHECK(admitted.reused_tokens < log_.prompt_tokens);
-  CHECK(admitted.reused_tokens == admitted.device_hit_tokens + admitted.host_hit_tokens);
+  CHECK(admitted.reused_tokens ==
+        admitted.device_hit_tokens + admitted.host_hit_tokens + admitted.remote_hit_tokens);
   // The host run's bytes are there only once its load is done.
   if (!options.skip_load_wait) runtime_.wait_load(admitted.load_ticket);
   seq_ = admitted.seq;
   log_.reused_tokens = admitted.reused_tokens;
   log_.host_hit_tokens = admitted.host_hit_tokens;
+  log_.remote_hit_tokens = admitted.remote_hit_tokens;
   log_.waited_for_load = admitted.load_ticket != 0;
   next_ = admitted.position_offset;
   decode_left_ = options.decode_steps;

@@ -79,18 +79,22 @@ TEST_CASE("remote URL: bad ones are refused, saying why, and no message shows a 
   CHECK(RedisUrl::parse("redis://h:1", "hunter2").describe() == "redis://***@h:1");
 }
 
-TEST_CASE("remote keys: prefix, layout id and the 128-bit page hash, and layouts differ") {
+TEST_CASE("remote keys: prefix, layout id and the 128-bit page hash, and models differ") {
   const PageHash hash{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
   CHECK(remote::page_key("prod", 0x42, hash) ==
         "prod:0000000000000042:fedcba98765432100123456789abcdef");
   KvLayout a = KvLayout::preset("llama-3-8b", 16);
   KvLayout b = a;
   b.page_tokens = 32;
-  CHECK(remote::layout_id(a) == remote::layout_id(KvLayout::preset("llama-3-8b", 16)));
-  CHECK(remote::layout_id(a) != remote::layout_id(b));
+  const auto id = [](const KvLayout& layout, std::string_view model = "m") {
+    return remote::layout_id(layout, model);
+  };
+  CHECK(id(a) == id(KvLayout::preset("llama-3-8b", 16)));
+  CHECK(id(a) != id(b));
   b = a;
   b.kv_heads += 1;
-  CHECK(remote::layout_id(a) != remote::layout_id(b));
+  CHECK(id(a) != id(b));
+  CHECK(id(a, "llama-3-8b") != id(a, "llama-3-8b-finetune"));  // one shape, two models
 }
 
 TEST_CASE("remote values: what was written checks out, and every altered field is a miss") {
@@ -159,7 +163,7 @@ struct TierFixture {
   explicit TierFixture(std::size_t queue_pages = 64)
       : tier(std::make_unique<testing::MemoryStore>(shared),
              std::make_unique<testing::MemoryStore>(shared),
-             remote::RemoteTierConfig{"t", layout, 0, queue_pages, 8}) {
+             remote::RemoteTierConfig{"t", layout, "", 0, queue_pages, 8}) {
     tier.attach_pools(&pool, nullptr);
   }
 
@@ -240,7 +244,7 @@ TEST_CASE("remote tier: a corrupted value ends the run as a miss, counted, never
     // Flip the last payload byte of page 2's value.
     PageHash h = namespace_seed(3);
     for (uint32_t i = 0; i < 3; ++i) h = chain_page_hash(h, {tokens.data() + i * 4, 4});
-    std::string& v = f.shared.values.at(remote::page_key("t", remote::layout_id(f.layout), h));
+    std::string& v = f.shared.values.at(remote::page_key("t", remote::layout_id(f.layout, ""), h));
     v.back() = static_cast<char>(v.back() ^ 0x40);
   }
   CHECK(f.load(3, tokens, 0, 1) == 2);
@@ -287,7 +291,7 @@ TEST_CASE("remote tier: a write queue or batch of no pages is refused") {
   const auto make = [&](std::size_t queue, std::size_t batch) {
     return remote::RemoteTier(std::make_unique<testing::MemoryStore>(shared),
                               std::make_unique<testing::MemoryStore>(shared),
-                              remote::RemoteTierConfig{"t", {}, 0, queue, batch});
+                              remote::RemoteTierConfig{"t", {}, "", 0, queue, batch});
   };
   CHECK_THROWS_WITH_AS(make(0, 1), doctest::Contains("at least 1 page"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(make(1, 0), doctest::Contains("at least 1 page"), std::invalid_argument);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "remote/page_value.h"
@@ -15,6 +16,7 @@
 #include "tests/child_process.h"
 #include "tests/cli_runs.h"
 #include "tests/redis_fixture.h"
+#include "tests/runtime_conversation.h"
 #include "tests/small_traces.h"
 #include "tools/replay/cache_replay.h"
 
@@ -38,7 +40,7 @@ std::unique_ptr<remote::RemoteTier> make_tier(const std::string& url,
   const remote::RedisUrl parsed = remote::RedisUrl::parse(url);
   return std::make_unique<remote::RemoteTier>(
       remote::make_redis_store(parsed, options), remote::make_redis_store(parsed, options),
-      remote::RemoteTierConfig{prefix, kLayout, filler_bytes, 1u << 16, 64});
+      remote::RemoteTierConfig{prefix, kLayout, "", filler_bytes, 1u << 16, 64});
 }
 
 tools::Trace small_trace(uint64_t seed = 5) {
@@ -236,7 +238,7 @@ TEST_CASE("faults: a corrupted value is a miss, counted, and the pages before it
   tier->drain();
   REQUIRE(tier->stats().stored_pages == 3);
   // Flip one payload byte of page 1 in the server (SETRANGE at the value's end).
-  const std::string key = remote::page_key("test", remote::layout_id(kLayout), hashes[1]);
+  const std::string key = remote::page_key("test", remote::layout_id(kLayout, ""), hashes[1]);
   const std::string length = redis_cli(port, "strlen " + key);
   REQUIRE(redis_cli(port, fmt::format("setrange {} {} Z", key, std::stoll(length) - 1)) == length);
   for (PageId p : pages) {
@@ -317,6 +319,87 @@ TEST_CASE("credentials: from the URL or REDISCLI_AUTH, used, and never printed")
   // Help shows the form, not a secret.
   const testing::CliRun help = testing::run_cli({"replay", "--help"});
   CHECK(help.out.find("redis://[user:password@]HOST:PORT") != std::string::npos);
+}
+
+// Runs every prompt to the end through a runtime over a host-memory pool with `tier` under it, then
+// evicts the whole cache (each page written to the tier); returns the turns' logs.
+std::vector<testing::TurnLog> run_turns(const testing::TinyTransformer& model,
+                                        remote::RemoteTier& tier,
+                                        const std::vector<std::vector<TokenId>>& prompts) {
+  PagePool pool(model.kv_layout(P), 256, make_host_backend());
+  TierConfig tiers;
+  tiers.remote = &tier;
+  PrefixCacheRuntime runtime(pool, {}, tiers);
+  std::vector<testing::TurnLog> logs;
+  for (const std::vector<TokenId>& prompt : prompts) {
+    testing::ActiveTurn turn(runtime, pool, model, 0, prompt, {});
+    while (turn.step()) {
+    }
+    logs.push_back(turn.log());
+  }
+  runtime.check_accounting();
+  runtime.evict(runtime.cached_pages());
+  tier.drain();
+  return logs;
+}
+
+std::vector<std::vector<TokenId>> conversation_prompts(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<TokenId> token(0, 255);
+  std::vector<TokenId> system(13);
+  for (TokenId& t : system) t = token(rng);
+  std::vector<std::vector<TokenId>> prompts;
+  for (int c = 0; c < 4; ++c) {
+    std::vector<TokenId> prompt = system;
+    for (int turn = 0; turn < 3; ++turn) {
+      for (int i = 0; i < 7 + c + turn; ++i) prompt.push_back(token(rng));
+      prompts.push_back(prompt);
+    }
+  }
+  return prompts;
+}
+
+TEST_CASE("bytes: pages another runtime wrote to Redis give logits bitwise equal to from-scratch") {
+  RADIXKV_NEED_REDIS();
+  const testing::TinyTransformer model(testing::TinyConfig{}, 11);
+  const auto prompts = conversation_prompts(4);
+  const auto tier_for = [&](const std::string& prefix) {
+    const remote::RedisUrl url = remote::RedisUrl::parse(testing::redis_url());
+    return std::make_unique<remote::RemoteTier>(
+        remote::make_redis_store(url, fast_options()),
+        remote::make_redis_store(url, fast_options()),
+        remote::RemoteTierConfig{prefix, model.kv_layout(P), "tiny", 0, 1u << 16, 64});
+  };
+  auto writer = tier_for("bytes");
+  run_turns(model, *writer, prompts);
+  REQUIRE(writer->stats().stored_pages > 0);
+
+  auto reader = tier_for("bytes");
+  const std::vector<testing::TurnLog> logs = run_turns(model, *reader, prompts);
+  uint64_t remote_tokens = 0;
+  for (const testing::TurnLog& log : logs) {
+    remote_tokens += log.remote_hit_tokens;
+    const testing::Comparison c = testing::compare_with_reference(model, log);
+    CHECK(c.rows > 0);
+    CHECK(c.bitwise_equal_rows == c.rows);
+  }
+  CHECK(remote_tokens > 0);
+  CHECK(logs.front().remote_hit_tokens > 0);  // a fresh runtime's first turn already hits
+  CHECK(reader->stats().bad_values == 0);
+
+  // The control: KV of another model with the same name and shape (the one thing the format
+  // cannot see) served as this one's makes the comparison fail, so it would catch wrong bytes.
+  const testing::TinyTransformer other(testing::TinyConfig{}, 12);
+  auto impostor = tier_for("impostor");
+  run_turns(other, *impostor, prompts);
+  auto fooled = tier_for("impostor");
+  uint64_t unequal = 0;
+  for (const testing::TurnLog& log : run_turns(model, *fooled, prompts)) {
+    const testing::Comparison c = testing::compare_with_reference(model, log);
+    unequal += c.rows - c.bitwise_equal_rows;
+  }
+  CHECK(fooled->stats().loaded_pages > 0);
+  CHECK(unequal > 0);
 }
 
 }  // namespace

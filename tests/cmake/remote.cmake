@@ -6,7 +6,8 @@ if(TARGET radixkv_remote)
   radixkv_add_test(test_remote SOURCES test_remote.cpp LIBS radixkv_remote LABELS threads)
 
   set(RADIXKV_WITH_REDIS ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh)
-  radixkv_add_test(test_remote_redis SOURCES test_remote_redis.cpp
+  radixkv_add_test(test_remote_redis
+    SOURCES test_remote_redis.cpp runtime_conversation.cpp tiny_transformer.cpp
     LIBS radixkv_cli radixkv_remote radixkv_test_process nlohmann_json::nlohmann_json
     LABELS integration threads LAUNCHER ${RADIXKV_WITH_REDIS})
   target_compile_definitions(test_remote_redis PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")

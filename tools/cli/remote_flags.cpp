@@ -47,7 +47,8 @@ void check_remote_flags(const CommandLine& cli, const std::string& mode_refusal)
 }
 
 std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, const RemoteFlags& f,
-                                                     const KvLayout& layout) {
+                                                     const KvLayout& layout,
+                                                     const std::string& model) {
   if (!cli.given("--remote")) return nullptr;
   remote::RedisUrl url;
   try {
@@ -64,6 +65,7 @@ std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, con
   remote::RemoteTierConfig config;
   config.prefix = f.prefix;
   config.layout = layout;
+  config.model = model;
   config.filler_bytes = f.value_bytes;
   config.queue_pages = f.queue_pages;
   return std::make_unique<remote::RemoteTier>(remote::make_redis_store(url, options),

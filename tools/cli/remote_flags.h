@@ -28,6 +28,7 @@ void check_remote_flags(const CommandLine& cli, const std::string& mode_refusal)
 // message masks any password).
 std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli,
                                                      const RemoteFlags& flags,
-                                                     const KvLayout& layout);
+                                                     const KvLayout& layout,
+                                                     const std::string& model);
 
 }  // namespace radixkv::tools

@@ -1,0 +1,32 @@
+// RemotePages: a tier below the local ones, as the runtime uses it (remote/remote_tier.h is the
+// Redis one). Not in the trie: pages are looked up by their chain hash (radix/page_hash.h) after
+// the local match, and written when they leave the lowest local tier (TierEvents::dropping, which
+// the tree calls on this object: it is the tree's event sink and forwards everything to the
+// TierConfig's own sink, if any).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kv_store/page_pool.h"
+#include "radix/tier_events.h"
+
+namespace radixkv {
+
+class RemotePages : public TierEvents {
+ public:
+  // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
+  // `parent`; its tokens tokens[i*P, (i+1)*P)) that the tier holds and that check out, with their
+  // bytes copied into `pages` of `pool` (when the pool has bytes). Returns how many. Must not
+  // throw for a failure of the store behind it (that is a miss), nor block past its timeout.
+  virtual uint32_t load(const PageHash& parent, std::span<const PageHash> hashes,
+                        std::span<const TokenId> tokens, PagePool& pool,
+                        std::span<const PageId> pages) = 0;
+  // The pools whose pages dropping() names (nullptr: no such tier). Throws std::invalid_argument
+  // for a pool the tier cannot read.
+  virtual void attach_pools(PagePool* device, PagePool* host) = 0;
+  // Where the events the tree sends through this tier go on (nullptr: nowhere).
+  virtual void forward_events(TierEvents* next) = 0;
+};
+
+}  // namespace radixkv
