@@ -53,8 +53,29 @@ std::span<const std::byte> RemoteTier::bytes_of(Tier tier, PageId page) {
   return pool->host_bytes(page);
 }
 
+bool RemoteTier::known(const PageHash& hash) {
+  if (forget_.exchange(false)) {
+    known_.clear();
+    known_order_.clear();
+  }
+  return known_.contains(hash);
+}
+
+void RemoteTier::remember(const PageHash& hash) {
+  if (config_.known_pages == 0 || !known_.insert(hash).second) return;
+  known_order_.push_back(hash);
+  if (known_order_.size() > config_.known_pages) {
+    known_.erase(known_order_.front());
+    known_order_.pop_front();
+  }
+}
+
 void RemoteTier::dropping(const DroppedPage& page) {
   if (next_ != nullptr) next_->dropping(page);
+  if (known(page.hash)) {
+    ++known_skipped_;
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     if (queue_.size() >= config_.queue_pages) {
@@ -74,6 +95,7 @@ void RemoteTier::dropping(const DroppedPage& page) {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(item));
   }
+  remember(page.hash);
   ++queued_pages_;
   wake_.notify_one();
 }
@@ -95,16 +117,18 @@ void RemoteTier::write_loop() {
       const PutResult result = writer_store_->put(batch);
       stored_pages_ += result.stored;
       dropped_writes_ += result.refused;
-      if (result.refused > 0) ++errors_;  // one per refusing batch (a full store refuses many)
+      if (result.refused > 0) {
+        ++errors_;  // one per refusing batch (a full store refuses many)
+        forget_ = true;
+      }
     } catch (const RemoteUnavailable&) {
       ++unavailable_;
       dropped_writes_ += batch.size();
-    } catch (const RemoteError&) {
+      forget_ = true;
+    } catch (const std::exception&) {  // RemoteError; out of memory copying: drop, keep going
       ++errors_;
       dropped_writes_ += batch.size();
-    } catch (const std::exception&) {  // out of memory copying the batch: drop it, keep going
-      ++errors_;
-      dropped_writes_ += batch.size();
+      forget_ = true;
     }
     lock.lock();
     writing_ = false;
@@ -139,6 +163,7 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
     return 0;
   } catch (const RemoteError&) {
     ++errors_;
+    forget_ = true;  // the server may come back empty
     return 0;
   }
   ++lookups_;
@@ -156,17 +181,19 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
       ++bad_values_;
       break;
     }
-    if (has_bytes)
+    if (has_bytes) {
       std::memcpy(pool.host_bytes(pages[loaded]).data(), payload.data(), payload.size());
+    }
     expected.parent = hashes[loaded];
+    remember(hashes[loaded]);
   }
   loaded_pages_ += loaded;
   return loaded;
 }
 
 RemoteTierStats RemoteTier::stats() const {
-  return {lookups_,      looked_up_pages_, loaded_pages_, bad_values_, queued_pages_,
-          stored_pages_, dropped_writes_,  errors_,       unavailable_};
+  return {lookups_,       looked_up_pages_, loaded_pages_,   bad_values_, queued_pages_,
+          known_skipped_, stored_pages_,    dropped_writes_, errors_,     unavailable_};
 }
 
 void RemoteTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,

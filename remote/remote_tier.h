@@ -7,6 +7,13 @@
 // (`queue_pages`): a page that finds it full is dropped and counted, so the scheduler's thread
 // never waits for the store.
 //
+// Pages the store is known to hold (written or loaded by this tier, up to `known_pages` of them,
+// the oldest forgotten first) are not written again: a page that goes back and forth between the
+// cache and the store costs one write, not one per eviction. After any store failure the tier
+// forgets them all (a restarted server is empty). A server that evicts keys itself (maxmemory)
+// may hold fewer than the tier believes: such a page is a miss until it is dropped again after
+// being forgotten, never wrong bytes.
+//
 // Reading. load() names the pages that follow a request's local match by their chain hashes,
 // asks the store for all of them in one round trip (bounded by the store's timeout), and takes
 // the leading run whose values check out against what the request expects (layout, parent,
@@ -29,6 +36,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -40,12 +48,13 @@
 namespace radixkv::remote {
 
 struct RemoteTierConfig {
-  std::string prefix = "radixkv";  // the deployment prefix of every key
-  KvLayout layout;                 // with `model`, the layout id in every key and value
-  std::string model;               // the model's name: models of one KV shape never share pages
-  std::size_t filler_bytes = 0;    // payload of a value from a pool without bytes (replay)
-  std::size_t queue_pages = 4096;  // pages waiting for the writer at most
-  std::size_t batch_pages = 64;    // pages per write pipeline at most
+  std::string prefix = "radixkv";      // the deployment prefix of every key
+  KvLayout layout;                     // with `model`, the layout id in every key and value
+  std::string model;                   // the model's name: models of one KV shape never share pages
+  std::size_t filler_bytes = 0;        // payload of a value from a pool without bytes (replay)
+  std::size_t queue_pages = 4096;      // pages waiting for the writer at most
+  std::size_t batch_pages = 64;        // pages per write pipeline at most
+  std::size_t known_pages = 1u << 20;  // pages remembered as held by the store (0: none)
 };
 
 struct RemoteTierStats {
@@ -54,6 +63,7 @@ struct RemoteTierStats {
   uint64_t loaded_pages = 0;    // pages load() returned
   uint64_t bad_values = 0;      // values that did not check out (each ended a run)
   uint64_t queued_pages = 0;    // pages handed to the writer
+  uint64_t known_skipped = 0;   // pages not written again: the store holds them already
   uint64_t stored_pages = 0;    // pages the store took
   uint64_t dropped_writes = 0;  // pages not written: queue full, store failed or refused
   uint64_t errors = 0;          // store calls that failed (read or write), refused items
@@ -100,6 +110,8 @@ class RemoteTier final : public RemotePages {
  private:
   using Item = std::pair<std::string, std::string>;  // key, value
   void write_loop();
+  void remember(const PageHash& hash);
+  bool known(const PageHash& hash);
   std::span<const std::byte> bytes_of(Tier tier, PageId page);
 
   std::unique_ptr<RemoteStore> reader_;
@@ -111,9 +123,19 @@ class RemoteTier final : public RemotePages {
   PagePool* device_ = nullptr;
   PagePool* host_ = nullptr;
 
+  struct HashOf {
+    std::size_t operator()(const PageHash& h) const {
+      return h.low ^ (h.high * 0x9e3779b97f4a7c15);
+    }
+  };
+  // Owner's thread only: the pages the store holds, and their order for forgetting.
+  std::unordered_set<PageHash, HashOf> known_;
+  std::deque<PageHash> known_order_;
+  std::atomic<bool> forget_{false};  // the writer saw a failure: forget every known page
+
   // Counters the owner's thread writes (read by stats()).
   std::atomic<uint64_t> lookups_{0}, looked_up_pages_{0}, loaded_pages_{0}, bad_values_{0},
-      queued_pages_{0};
+      queued_pages_{0}, known_skipped_{0};
   // Counters both threads write.
   std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0};
 

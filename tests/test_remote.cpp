@@ -234,6 +234,29 @@ TEST_CASE("remote tier: the leading run that checks out is loaded, bytes and all
   CHECK(f.tier.stats().loaded_pages == 4 + 2 + 1);
 }
 
+TEST_CASE("remote tier: a page the store holds is not written again, until a failure forgets") {
+  TierFixture f;
+  const std::vector<TokenId> tokens = iota_tokens(3 * TierFixture::P, 40);
+  f.write(0, tokens, 3, 0);
+  CHECK(f.tier.stats().stored_pages == 3);
+  f.write(0, tokens, 3, 0);  // dropped again: known, not sent
+  CHECK(f.tier.stats().stored_pages == 3);
+  CHECK(f.tier.stats().known_skipped == 3);
+  CHECK(f.shared.puts == 1);
+  // Loaded pages are known too: a fresh tier that loads them does not write them back.
+  TierFixture g;
+  g.shared.values = f.shared.values;
+  CHECK(g.load(0, tokens, 0) == 3);
+  g.write(0, tokens, 3, 0);
+  CHECK(g.tier.stats().stored_pages == 0);
+  // A failed lookup (the server may have restarted empty) forgets: the next drop writes.
+  g.shared.failing = true;
+  CHECK(g.load(0, tokens, 0) == 0);
+  g.shared.failing = false;
+  g.write(0, tokens, 3, 0);
+  CHECK(g.tier.stats().stored_pages == 3);
+}
+
 TEST_CASE("remote tier: a corrupted value ends the run as a miss, counted, never served") {
   TierFixture f;
   const std::vector<TokenId> tokens = iota_tokens(4 * TierFixture::P, 7);

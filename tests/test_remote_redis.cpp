@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -319,6 +320,39 @@ TEST_CASE("credentials: from the URL or REDISCLI_AUTH, used, and never printed")
   // Help shows the form, not a secret.
   const testing::CliRun help = testing::run_cli({"replay", "--help"});
   CHECK(help.out.find("redis://[user:password@]HOST:PORT") != std::string::npos);
+}
+
+TEST_CASE("command line: the remote flags from a TOML config, and the combinations refused") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  const std::string config = testing::scratch_path("remote.toml");
+  {
+    std::ofstream file(config);
+    file << fmt::format(
+        "capacity-tokens = 2048\nremote = \"{}\"\nremote-prefix = \"from-config\"\n"
+        "remote-timeout-ms = 1000\nremote-value-bytes = 100\n",
+        testing::redis_url());
+  }
+  const testing::CliRun r = testing::run_cli({"replay", "--config", config, "--json"});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  const auto json = nlohmann::json::parse(r.out);
+  CHECK(json["remote_stored_pages"].get<uint64_t>() > 0);
+  // Every key carries the prefix; every value its 100 filler bytes after the header.
+  const std::string keys = redis_cli(port, "--scan --pattern 'from-config:*'");
+  const std::string key = keys.substr(0, keys.find('\n'));
+  REQUIRE(key.rfind("from-config:", 0) == 0);
+  CHECK(std::stoul(redis_cli(port, "strlen " + key)) == remote::kPageHeaderBytes + 16 * 4 + 100);
+  CHECK(redis_cli(port, "dbsize") == std::to_string(json["remote_stored_pages"].get<uint64_t>()));
+
+  const auto refused = [](std::vector<std::string> args, const std::string& why) {
+    const testing::CliRun run = testing::run_cli(args);
+    CHECK(run.status == 2);
+    CHECK_MESSAGE(run.err.find(why) != std::string::npos, run.err);
+  };
+  refused({"replay", "--remote-prefix", "x"}, "--remote-prefix: needs --remote");
+  refused({"replay", "--remote", testing::redis_url(), "--mode", "engine"}, "cache mode only");
+  refused({"replay", "--remote", testing::redis_url(), "--sweep", "1e3,1e4"}, "not with --sweep");
+  refused({"replay", "--remote", "redis://h:1", "--remote-prefix", ""}, "--remote-prefix");
 }
 
 // Runs every prompt to the end through a runtime over a host-memory pool with `tier` under it, then
