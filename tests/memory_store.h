@@ -2,6 +2,7 @@
 // told to fail (every call throws RemoteError until told otherwise) and counts its calls.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,7 +16,7 @@ class MemoryStore final : public remote::RemoteStore {
   struct Shared {
     std::mutex mutex;
     std::map<std::string, std::string> values;
-    bool failing = false;
+    std::atomic<bool> failing{false};
     uint64_t gets = 0, puts = 0;
   };
   explicit MemoryStore(Shared& shared) : shared_(shared) {}

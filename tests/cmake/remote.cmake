@@ -9,13 +9,13 @@ if(TARGET radixkv_remote)
   radixkv_add_test(test_remote_redis
     SOURCES test_remote_redis.cpp runtime_conversation.cpp tiny_transformer.cpp
     LIBS radixkv_cli radixkv_remote radixkv_test_process nlohmann_json::nlohmann_json
-    LABELS integration threads LAUNCHER ${RADIXKV_WITH_REDIS})
+    LABELS integration LAUNCHER ${RADIXKV_WITH_REDIS})
   target_compile_definitions(test_remote_redis PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
   add_dependencies(test_remote_redis radixkv)
 
   radixkv_add_test(test_remote_cluster SOURCES test_remote_cluster.cpp
     LIBS radixkv_cli radixkv_remote radixkv_test_process nlohmann_json::nlohmann_json
-    LABELS integration threads LAUNCHER ${RADIXKV_WITH_REDIS} --cluster)
+    LABELS integration LAUNCHER ${RADIXKV_WITH_REDIS} --cluster)
   target_compile_definitions(test_remote_cluster PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
   add_dependencies(test_remote_cluster radixkv)
 endif()
