@@ -107,9 +107,9 @@ struct RuntimeConfig {
 struct TierConfig {
   HostTierConfig host;
   TierEvents* events = nullptr;  // told of every change of tiers; turns page hashes on
+  bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
   // A remote tier under the local ones (runtime/remote_pages.h); must outlive the runtime.
   RemotePages* remote = nullptr;
-  bool page_hashes = false;  // keep a PageHash per cached page (radix/page_hash.h)
 };
 
 using LoadTicket = CopyTicket;  // 0: nothing to wait for
