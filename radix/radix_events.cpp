@@ -82,14 +82,13 @@ void RadixTree::emit_removed(Tier tier, const RadixNode* node, uint32_t i) {
                                                : host_tier_->hash(node->host_->page_ids[i]));
 }
 
-void RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i) {
+PageHash RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i,
+                                  const PageHash& parent) {
   const PageId page = tier == Tier::kDevice ? node->pages_[i] : node->host_->page_ids[i];
-  const PageHash& hash = tier == Tier::kDevice ? device_hash(page) : host_tier_->hash(page);
-  events_->sink().dropping({tier,
-                            hash,
-                            parent_hash(node, i),
-                            {node->tokens_ + size_t{i} * page_tokens_, page_tokens_},
-                            page});
+  const PageHash hash = tier == Tier::kDevice ? device_hash(page) : host_tier_->hash(page);
+  events_->sink().dropping(
+      {tier, hash, parent, {node->tokens_ + size_t{i} * page_tokens_, page_tokens_}, page});
+  return hash;
 }
 
 std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {

@@ -498,12 +498,12 @@ void RadixTree::finish_write_back() {
 RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
   DropResult result;
   // Releases edge pages [from, edge) of x on both tiers, telling the events which tier each page
-  // leaves the trie from (the lowest that holds it).
-  const auto release_pages = [&](RadixNode* x, uint32_t from) {
+  // leaves the trie from (the lowest that holds it). `parent`: the hash of the page before.
+  const auto release_pages = [&](RadixNode* x, uint32_t from, PageHash parent) {
     wait_node_copies(x);
     for (uint32_t i = from; i < x->num_pages(); ++i) {
       const bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
-      if (events_) emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i);
+      if (events_) parent = emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i, parent);
       if (i < x->pages) {
         if (events_) emit_removed(Tier::kDevice, x, i);
         marked(x->pages_[i]) = false;
@@ -519,16 +519,22 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
     }
   };
   // Everything below `node` first (host-only, since the caller evicts node's device tail or
-  // erases a leaf).
-  std::vector<RadixNode*> stack;
-  node->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
+  // erases a leaf), each node with the hash of the page before its first (its parent's last:
+  // read before the parent is destroyed).
+  const auto last_hash = [&](const RadixNode* x) {
+    return events_ ? page_hash(x, x->num_pages() - 1) : PageHash{};
+  };
+  std::vector<std::pair<RadixNode*, PageHash>> stack;
+  node->children_.for_each(
+      [&](uint64_t, RadixNode* child) { stack.emplace_back(child, last_hash(node)); });
   node->children_.clear();
   node->device_children_ = 0;
   while (!stack.empty()) {
-    RadixNode* x = stack.back();
+    const auto [x, parent] = stack.back();
     stack.pop_back();
-    x->children_.for_each([&](uint64_t, RadixNode* child) { stack.push_back(child); });
-    release_pages(x, 0);
+    x->children_.for_each(
+        [&](uint64_t, RadixNode* child) { stack.emplace_back(child, last_hash(x)); });
+    release_pages(x, 0, parent);
     if (policy_->contains(*x)) policy_->remove(*x);
     if (x->host_ != nullptr && host_tier_->policy->contains(*x->host_)) {
       host_tier_->policy->remove(*x->host_);
@@ -537,7 +543,7 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
     ++result.nodes;
   }
   const uint32_t before = node->pages;
-  release_pages(node, first);
+  release_pages(node, first, events_ ? parent_hash(node, first) : PageHash{});
   node->pages = std::min(node->pages, first);
   node->host_only_ = first - node->pages;
   if (first == 0) {
@@ -557,7 +563,7 @@ void RadixTree::evict_one_host_page(RadixNode* leaf) {
   wait_node_copies(leaf);
   const uint32_t tail = leaf->num_pages() - 1;  // on the host only: the leaf is host-evictable
   if (events_) {
-    emit_dropping(Tier::kHost, leaf, tail);
+    emit_dropping(Tier::kHost, leaf, tail, parent_hash(leaf, tail));
     emit_removed(Tier::kHost, leaf, tail);
   }
   release_host_page(leaf, tail);

@@ -457,8 +457,9 @@ void RadixTree::erase_leaf(RadixNode* node) {
     drop_from(node, 0);
     return;
   }
+  PageHash parent = events_ ? parent_hash(node, 0) : PageHash{};
   for (uint32_t i = 0; i < node->pages; ++i) {
-    if (events_) emit_dropping(Tier::kDevice, node, i);
+    if (events_) parent = emit_dropping(Tier::kDevice, node, i, parent);
     if (events_) emit_removed(Tier::kDevice, node, i);
     marked(node->pages_[i]) = false;
     pool_.release(node->pages_[i]);

@@ -277,7 +277,10 @@ class RadixTree final : public Evictor {
   void hash_new_pages(const RadixNode* node, uint32_t first);
   void emit_stored(Tier tier, const RadixNode* node, uint32_t first, uint32_t count);
   void emit_removed(Tier tier, const RadixNode* node, uint32_t i);
-  void emit_dropping(Tier tier, const RadixNode* node, uint32_t i);
+  // Tells the sink that page i of node leaves the trie from `tier`; `parent` is the hash of the
+  // page before it, passed in because that page (or its node) may be gone already when a subtree
+  // is dropped. Returns page i's hash: the next page's parent.
+  PageHash emit_dropping(Tier tier, const RadixNode* node, uint32_t i, const PageHash& parent);
   // The page's bit in in_tree_; `page` must be in the pool.
   std::vector<bool>::reference marked(PageId page) { return in_tree_[page - first_page_]; }
   bool marked(PageId page) const { return in_tree_[page - first_page_]; }

@@ -22,15 +22,11 @@ RedisReply copy_reply(const redisReply& r) {
   RedisReply out;
   switch (r.type) {
     case REDIS_REPLY_STRING:
-      out.type = RedisReply::Type::kString;
-      out.str.assign(r.str, r.len);
-      break;
     case REDIS_REPLY_STATUS:
-      out.type = RedisReply::Type::kStatus;
-      out.str.assign(r.str, r.len);
-      break;
     case REDIS_REPLY_ERROR:
-      out.type = RedisReply::Type::kError;
+      out.type = r.type == REDIS_REPLY_STRING   ? RedisReply::Type::kString
+                 : r.type == REDIS_REPLY_STATUS ? RedisReply::Type::kStatus
+                                                : RedisReply::Type::kError;
       out.str.assign(r.str, r.len);
       break;
     case REDIS_REPLY_INTEGER:

@@ -9,6 +9,7 @@
 #include "tests/child_process.h"
 #include "tests/cli_runs.h"
 #include "tests/redis_fixture.h"
+#include "tests/remote_replays.h"
 
 namespace radixkv {
 namespace {
@@ -114,16 +115,8 @@ TEST_CASE("cluster: MOVED (a slot reassigned) and ASK (a slot migrating) are fol
 
 TEST_CASE("cluster: two processes share pages through the cluster") {
   RADIXKV_NEED_REDIS();
-  const std::vector<std::string> args{"replay", "--remote",          testing::redis_url(),
-                                      "--json", "--capacity-tokens", "4096"};
-  const testing::CliRun a =
-      testing::run_binary(args, {.out = testing::scratch_path("a.json"), .err = ""});
-  REQUIRE_MESSAGE(a.status == 0, a.err);
-  const testing::CliRun b =
-      testing::run_binary(args, {.out = testing::scratch_path("b.json"), .err = ""});
-  REQUIRE_MESSAGE(b.status == 0, b.err);
-  const auto ja = nlohmann::json::parse(a.out);
-  const auto jb = nlohmann::json::parse(b.out);
+  const auto [ja, jb] = testing::replay_twice(
+      {"replay", "--capacity-tokens", "4096", "--remote", testing::redis_url()});
   CHECK(ja["remote_stored_pages"].get<uint64_t>() > 0);
   CHECK(ja["remote_errors"] == 0);
   CHECK(jb["remote_hit_tokens"].get<uint64_t>() > 0);

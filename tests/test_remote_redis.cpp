@@ -17,6 +17,7 @@
 #include "tests/child_process.h"
 #include "tests/cli_runs.h"
 #include "tests/redis_fixture.h"
+#include "tests/remote_replays.h"
 #include "tests/runtime_conversation.h"
 #include "tests/small_traces.h"
 #include "tools/replay/cache_replay.h"
@@ -88,19 +89,9 @@ TEST_CASE(
   std::vector<std::string> args{"replay", "--json", "--capacity-tokens", "4096"};
   const testing::CliRun local = testing::run_cli(args);  // the control: no remote tier
   REQUIRE(local.status == 0);
-  // A generous timeout (the machine running the tests may be busy), and a queue that holds what
-  // the fast replay drops faster than one writer sends.
-  args.insert(args.end(), {"--remote", testing::redis_url(), "--remote-timeout-ms", "2000",
-                           "--remote-queue-pages", "1e6"});
-  const testing::CliRun a =
-      testing::run_binary(args, {.out = testing::scratch_path("a.json"), .err = ""});
-  REQUIRE_MESSAGE(a.status == 0, a.err);
-  const testing::CliRun b =
-      testing::run_binary(args, {.out = testing::scratch_path("b.json"), .err = ""});
-  REQUIRE_MESSAGE(b.status == 0, b.err);
   const auto jl = nlohmann::json::parse(local.out);
-  const auto ja = nlohmann::json::parse(a.out);
-  const auto jb = nlohmann::json::parse(b.out);
+  const auto [ja, jb] = testing::replay_twice(
+      {"replay", "--capacity-tokens", "4096", "--remote", testing::redis_url()});
   CHECK(jl.count("remote_hit_tokens") == 0);
   // A's own evicted pages come back from Redis later in its run; B starts with all of them.
   CHECK(ja["remote_stored_pages"].get<uint64_t>() > 0);
@@ -353,6 +344,8 @@ TEST_CASE("command line: the remote flags from a TOML config, and the combinatio
   refused({"replay", "--remote", testing::redis_url(), "--mode", "engine"}, "cache mode only");
   refused({"replay", "--remote", testing::redis_url(), "--sweep", "1e3,1e4"}, "not with --sweep");
   refused({"replay", "--remote", "redis://h:1", "--remote-prefix", ""}, "--remote-prefix");
+  refused({"replay", "--remote", "redis://h:1", "--remote-value-bytes", "1TiB"},
+          "--remote-value-bytes");
 }
 
 // Runs every prompt to the end through a runtime over a host-memory pool with `tier` under it, then

@@ -10,6 +10,8 @@
 namespace radixkv::tools {
 
 namespace {
+// Redis refuses a bulk string over 512 MB (proto-max-bulk-len); a filler stays well below.
+constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
 constexpr std::string_view kValueFlags[] = {"--remote-prefix", "--remote-timeout-ms",
                                             "--remote-value-bytes", "--remote-queue-pages"};
 }
@@ -55,6 +57,12 @@ std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, con
     url = remote::RedisUrl::parse(f.url);
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{}: {}", cli.describe("--remote"), e.what()));
+  }
+  if (f.value_bytes > kMaxValueBytes) {
+    throw UsageError(fmt::format("{}: {} bytes per value is more than the {} a Redis value may "
+                                 "reasonably hold",
+                                 cli.describe("--remote-value-bytes"), f.value_bytes,
+                                 format_bytes(kMaxValueBytes)));
   }
   if (f.prefix.empty()) {
     throw UsageError(
