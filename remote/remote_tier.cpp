@@ -39,7 +39,8 @@ void RemoteTier::attach_pools(PagePool* device, PagePool* host) {
   for (const PagePool* pool : {device, host}) {
     if (pool != nullptr && pool->backend().storage() == StorageKind::kDevice) {
       throw std::invalid_argument(
-          "remote tier: a pool whose pages live on a GPU cannot be copied to the store directly; "
+          "remote tier: pools whose pages live on a GPU are not supported yet (their pages would "
+          "need a staging copy through host memory); use host pools"); "
           "give the runtime a host tier (pinned memory) and the remote tier writes from there");
     }
   }
@@ -147,6 +148,9 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   const std::size_t count = std::min(hashes.size(), pages.size());
   if (count == 0) return 0;
   const std::size_t page_tokens = config_.layout.page_tokens;
+  if (pool.backend().storage() == StorageKind::kDevice) {
+    throw std::invalid_argument("remote tier: cannot load into pages on a GPU (not supported yet)");
+  }
   if (tokens.size() < count * page_tokens) {
     throw std::invalid_argument(
         fmt::format("remote tier: load of {} pages with {} tokens", count, tokens.size()));

@@ -82,7 +82,7 @@ class RemoteTier final : public RemotePages {
   RemoteTier& operator=(const RemoteTier&) = delete;
 
   // The pools dropping() reads bytes from (nullptr: no such tier). A pool whose pages live on a
-  // device is refused (std::invalid_argument): copy through a host tier instead.
+  // GPU is refused (std::invalid_argument): not supported yet.
   void attach_pools(PagePool* device, PagePool* host) override;
   void forward_events(TierEvents* next) override { next_ = next; }
 

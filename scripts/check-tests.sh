@@ -44,18 +44,21 @@ trap 'rm -f "$last_log"' EXIT
 cp "$log" "$last_log"
 
 # Every doctest entry ctest knows: executable <TAB> entry name.
-all_entries=$(ctest --test-dir "$build" -N -V | awk '
+# The executable is the last word before --test-case=: a launcher may come first (ctest runs the
+# Redis tests through scripts/with-redis.sh [--cluster]).
+awk_last_word='function last_word(text,   n, words) { n = split(text, words, " "); gsub(/"/, "", words[n]); return words[n] }'
+all_entries=$(ctest --test-dir "$build" -N -V | awk "$awk_last_word"'
   match($0, /^[0-9]+: Test command: /) { command = substr($0, RLENGTH + 1); next }
   match($0, /^ *Test +#[0-9]+: /) {
     at = index(command, " \"--test-case=")
-    if (at > 0) print substr(command, 1, at - 1) "\t" substr($0, RLENGTH + 1)
+    if (at > 0) print last_word(substr(command, 1, at - 1)) "\t" substr($0, RLENGTH + 1)
     command = ""
   }')
 cp "$last_log" "$log"
 
 # Every doctest entry of the last run: executable <TAB> ran <TAB> skipped <TAB> entry name, where
 # ran is -1 when the output has no case line; then "skip <TAB> reason" for each skip marker.
-last_run=$(awk '
+last_run=$(awk "$awk_last_word"'
   function finish() {
     if (name != "" && doctest) print executable "\t" ran "\t" skipped "\t" name
     if (name != "" && pytest) print "pytest\t" passed "\t" skipped "\t" name
@@ -67,8 +70,9 @@ last_run=$(awk '
     next
   }
   name != "" && /^Command: "/ {
-    executable = substr($0, 11); executable = substr(executable, 1, index(executable, "\"") - 1)
-    doctest = index($0, "\"--test-case=") > 0
+    at = index($0, " \"--test-case=")
+    executable = last_word(substr($0, 10, at > 0 ? at - 10 : length($0)))
+    doctest = at > 0
     pytest = index($0, "\"-m\" \"pytest\"") > 0; next
   }
   name != "" && match($0, /^\[radixkv cases\] ran=[0-9]+ skipped=[0-9]+$/) {
