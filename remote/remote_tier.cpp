@@ -40,8 +40,7 @@ void RemoteTier::attach_pools(PagePool* device, PagePool* host) {
     if (pool != nullptr && pool->backend().storage() == StorageKind::kDevice) {
       throw std::invalid_argument(
           "remote tier: pools whose pages live on a GPU are not supported yet (their pages would "
-          "need a staging copy through host memory); use host pools"); "
-          "give the runtime a host tier (pinned memory) and the remote tier writes from there");
+          "need a staging copy through host memory); use host pools");
     }
   }
   device_ = device;
