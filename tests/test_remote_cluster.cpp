@@ -3,7 +3,9 @@
 // redirections followed, and two processes sharing pages through the cluster.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "remote/redis_cluster_store.h"
 #include "tests/child_process.h"
@@ -13,6 +15,9 @@
 
 namespace radixkv {
 namespace {
+
+using namespace std::chrono_literals;
+constexpr auto npos = std::string::npos;
 
 using testing::redis_cli;
 
@@ -76,10 +81,30 @@ TEST_CASE("cluster: MOVED (a slot reassigned) and ASK (a slot migrating) are fol
   }
   REQUIRE(from > 0);
   const int to = from == ports[0] ? ports[1] : ports[0];
-  // Give the (empty) slot to `to` on every node: the store's map is now stale.
+  // Move the (empty) slot to `to` as a resharding does: importing and migrating, then the new
+  // owner first (which bumps its config epoch, so that gossip does not undo the move), then the
+  // others. The store's map is now stale.
+  const std::string slot_text = std::to_string(slot);
+  REQUIRE(redis_cli(to, "cluster setslot " + slot_text + " importing " + node_id(from)) == "OK");
+  REQUIRE(redis_cli(from, "cluster setslot " + slot_text + " migrating " + node_id(to)) == "OK");
+  REQUIRE(redis_cli(to, "cluster setslot " + slot_text + " node " + node_id(to)) == "OK");
   for (int port : ports) {
-    REQUIRE(redis_cli(port, fmt::format("cluster setslot {} node {}", slot, node_id(to))) == "OK");
+    if (port != to) {
+      REQUIRE(redis_cli(port, "cluster setslot " + slot_text + " node " + node_id(to)) == "OK");
+    }
   }
+  // Until every node agrees (gossip), a node may still send the key elsewhere.
+  const auto agreed = [&] {
+    for (int port : ports) {
+      const std::string answer = redis_cli(port, "get " + key);
+      if (port == to ? answer.rfind("MOVED", 0) == 0 : answer.find(std::to_string(to)) == npos) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (int i = 0; i < 250 && !agreed(); ++i) std::this_thread::sleep_for(20ms);
+  REQUIRE(agreed());
   const std::vector<std::pair<std::string, std::string>> item{{key, "here"}};
   CHECK(store->put(item).stored == 1);
   CHECK(store->redirects() >= 1);
