@@ -50,7 +50,8 @@ RedisReply copy_reply(const redisReply& r) {
 RedisConnection::RedisConnection(const RedisEndpoint& endpoint, const RedisLogin& login,
                                  std::chrono::milliseconds timeout)
     : endpoint_(endpoint), timeout_(timeout) {
-  context_ = redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, to_timeval(timeout));
+  context_.reset(
+      redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port, to_timeval(timeout)));
   if (context_ == nullptr) fail("out of memory allocating the connection");
   if (context_->err != 0) fail(fmt::format("cannot connect: {}", context_->errstr));
   std::vector<RedisCommand> hello;
@@ -68,9 +69,9 @@ RedisConnection::RedisConnection(const RedisEndpoint& endpoint, const RedisLogin
   }
 }
 
-RedisConnection::~RedisConnection() {
-  if (context_ != nullptr) redisFree(context_);
-}
+void RedisConnection::ContextFree::operator()(redisContext* context) const { redisFree(context); }
+
+RedisConnection::~RedisConnection() = default;
 
 void RedisConnection::fail(const std::string& what) {
   broken_ = true;
@@ -89,7 +90,7 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(),
+    if (redisAppendCommandArgv(context_.get(), static_cast<int>(argv.size()), argv.data(),
                                lengths.data()) != REDIS_OK) {
       fail("out of memory queueing a command");
     }
@@ -100,11 +101,11 @@ std::vector<RedisReply> RedisConnection::pipeline(const std::vector<RedisCommand
     // Each blocking read may take only what is left of the call's time.
     const auto left =
         std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
-    if (left.count() <= 0 || redisSetTimeout(context_, to_timeval(left)) != REDIS_OK) {
+    if (left.count() <= 0 || redisSetTimeout(context_.get(), to_timeval(left)) != REDIS_OK) {
       fail(fmt::format("no reply within {} ms", timeout_.count()));
     }
     void* raw = nullptr;
-    if (redisGetReply(context_, &raw) != REDIS_OK || raw == nullptr) {
+    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) {
       const bool timed_out =
           context_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
       fail(timed_out ? fmt::format("no reply within {} ms", timeout_.count())

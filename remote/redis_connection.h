@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,9 +56,14 @@ class RedisConnection {
  private:
   [[noreturn]] void fail(const std::string& what);
 
+  struct ContextFree {
+    void operator()(redisContext* context) const;
+  };
+
   RedisEndpoint endpoint_;
   std::chrono::milliseconds timeout_;
-  redisContext* context_ = nullptr;
+  // Freed also when the constructor throws (a refused connection or login).
+  std::unique_ptr<redisContext, ContextFree> context_;
   bool broken_ = false;
 };
 

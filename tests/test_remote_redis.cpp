@@ -271,7 +271,9 @@ TEST_CASE("credentials: from the URL or REDISCLI_AUTH, used, and never printed")
   REQUIRE(redis_cli(port, fmt::format("config set requirepass {}", secret)) == "OK");
   const std::string host = fmt::format("127.0.0.1:{}", port);
   const auto run = [&](const std::string& url, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"replay", "--remote", url, "--capacity-tokens", "2048"};
+    // A generous timeout: sanitizer builds are slow.
+    std::vector<std::string> args{
+        "replay", "--remote", url, "--capacity-tokens", "2048", "--remote-timeout-ms", "2000"};
     args.insert(args.end(), extra.begin(), extra.end());
     const testing::CliRun r =
         testing::run_binary(args, {.out = testing::scratch_path("out.txt"), .err = ""});
