@@ -1,6 +1,7 @@
 # Tests of tools/: trace readers and generator, cache-mode replay, the radixkv command line.
 radixkv_add_test(test_trace
   SOURCES test_trace_readers.cpp test_trace_formats.cpp test_trace_gen.cpp
+          test_token_fill.cpp
   LIBS radixkv_trace)
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
