@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace radixkv::tools {
 
@@ -36,15 +37,13 @@ uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id) {
 }
 
 void fill_content(uint64_t key, uint32_t begin, uint32_t length, TokenId* out) {
-  // The 3-token pattern, starting at token `begin`, written 3 at a time.
-  const TokenId pattern[3] = {content_token(key, begin), content_token(key, begin + 1),
-                              content_token(key, begin + 2)};
+  // The 3-token pattern, 8 times over, written as one fixed-size block at a time: the compiler
+  // turns each into a few vector stores, so filling costs about what a memset would.
+  constexpr uint32_t kBlock = 24;
+  TokenId pattern[kBlock];
+  for (uint32_t k = 0; k < kBlock; ++k) pattern[k] = content_token(key, begin + k);
   uint32_t j = 0;
-  for (; j + 3 <= length; j += 3) {
-    out[j] = pattern[0];
-    out[j + 1] = pattern[1];
-    out[j + 2] = pattern[2];
-  }
+  for (; j + kBlock <= length; j += kBlock) std::memcpy(out + j, pattern, sizeof pattern);
   for (uint32_t k = 0; j < length; ++j, ++k) out[j] = pattern[k];
 }
 
