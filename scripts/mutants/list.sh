@@ -1,0 +1,229 @@
+# The kept mutants of scripts/mutate.sh (sourced by it; not a script of its own).
+#
+#   mutant ID FILE DESCRIPTION OLD NEW
+# replaces the text OLD, which must occur exactly once in FILE, by NEW: a one-line bug of the kind
+# a careful person still writes. When the code moves on and OLD no longer occurs exactly once,
+# mutate.sh stops and names the mutant: update OLD to the same bug in the new code (never drop a
+# mutant because it is awkward to kill). Ids begin with their area.
+# shellcheck shell=bash disable=SC2016  # the texts are code, not expansions
+
+# ---- radix/
+mutant radix-split-hits radix/radix_tree.cpp \
+  "a split does not carry the node's hit count to the new upper node" \
+  'upper->hits = node->hits;' ''
+mutant radix-split-inserted-at radix/radix_tree.cpp \
+  "a split gives the upper node a fresh creation time (fifo, sieve order)" \
+  'upper->inserted_at = node->inserted_at;' ''
+mutant radix-split-prefix-pages radix/radix_tree.cpp \
+  "a split leaves the lower node's depth (prefix_pages) where it was" \
+  'node->prefix_pages += upper_pages;' ''
+mutant radix-partial-page-match radix/radix_tree.cpp \
+  "a match that ends inside a page counts that page as matched" \
+  'const uint32_t same_pages = same / page_tokens_;' 'const uint32_t same_pages = (same + page_tokens_ - 1) / page_tokens_;'
+mutant radix-touch-priority radix/radix_tree.cpp \
+  "an access does not record its priority on the path" \
+  'x->priority = hint.priority;' ''
+mutant radix-lock-keeps-linked radix/radix_tree.cpp \
+  "locking a node leaves it linked in the policy (evictable while pinned)" \
+  'if (x->lock_count_++ == 0) {' 'if (x->lock_count_++ == 0 && false) {'
+mutant radix-unlock-no-relink radix/radix_tree.cpp \
+  "an unlocked leaf is never offered to the policy again" \
+  'if (evictable(x)) policy_->add(*x);' ''
+mutant radix-parent-not-offered radix/radix_tree.cpp \
+  "a parent whose last child was removed is not offered to the policy" \
+  'if (evictable(parent)) policy_->add(*parent);' ''
+mutant radix-evict-one-short radix/radix_tree.cpp \
+  "evict_pages(n) releases one page fewer than asked" \
+  'for (; released < n; ++released) {' 'for (; released + 1 < n; ++released) {'
+mutant radix-child-erase-shift radix/child_table.cpp \
+  "backward-shift deletion also moves an entry whose home lies right after the hole" \
+  'const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);' 'const bool home_after_hole = ((i - home) & mask) <= ((i - hole) & mask);'
+
+# ---- eviction/: every policy, the budget and the allocator
+mutant lru-add-insertion-order eviction/lru_policy.h \
+  "lru ranks a newly linked leaf by its creation instead of its last access" \
+  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+mutant lfu-ties-insertion eviction/lfu_policy.cpp \
+  "lfu breaks ties between equal hit counts by insertion order instead of recency" \
+  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+mutant lfu-access-not-rekeyed eviction/lfu_policy.cpp \
+  "lfu does not re-key a linked leaf that is hit" \
+  'if (contains(entry)) relink(entry, key);' '(void)entry;'
+mutant fifo-rank-last-access eviction/fifo_policy.h \
+  "fifo orders by last access (an lru) instead of creation" \
+  'entry.rank = entry.inserted_at;' 'entry.rank = entry.last_access;'
+mutant slru-demote-old-stamp eviction/slru_policy.cpp \
+  "slru demotion keeps the entry's old stamp instead of giving it the demotion time" \
+  'e.rank = newest_tick_;' ''
+mutant slru-promote-third-hit eviction/slru_policy.cpp \
+  "slru promotes to protected only on the third access" \
+  'entry.hits >= 2 ? kProtected' 'entry.hits >= 3 ? kProtected'
+mutant slru-no-demotion eviction/slru_policy.cpp \
+  "slru never demotes the protected excess" \
+  '  demote_excess();' ''
+mutant sieve-hand-restarts eviction/sieve_policy.cpp \
+  "the sieve hand restarts from the oldest entry on every victim" \
+  'hand_ = it->rank;' 'hand_ = 0;'
+mutant sieve-new-visited eviction/sieve_policy.h \
+  "sieve marks an entry visited on its creation, not only on a later hit" \
+  'if (entry.hits >= 2) entry.visited = true;' 'if (entry.hits >= 1) entry.visited = true;'
+mutant priority-never-expires eviction/priority_policy.cpp \
+  "priorities never fall back to 35 after the retention" \
+  '  demote_expired();' ''
+mutant priority-highest-first eviction/priority_policy.cpp \
+  "the highest priority is evicted first instead of the lowest" \
+  'return static_cast<uint8_t>(std::clamp(entry.priority, kMinPriority, kMaxPriority));' 'return static_cast<uint8_t>(kMaxPriority - std::clamp(entry.priority, kMinPriority, kMaxPriority));'
+mutant gdsf-no-inflation eviction/gdsf_policy.cpp \
+  "gdsf's inflation L never rises, so old entries never age out" \
+  'if (entry != nullptr) inflation_ = std::max(inflation_, entry->score);' ''
+mutant gdsf-cost-ignores-depth eviction/gdsf_policy.cpp \
+  "gdsf prices a page without the attention over the prefix above it" \
+  'static_cast<double>(entry.prefix_pages) + entry.pages / 2.0;' 'entry.pages / 2.0;'
+mutant budget-low-is-high eviction/cache_budget.cpp \
+  "the watermark evicts down to high instead of low" \
+  'low_pages_ = std::min(high_pages_, scaled(config.low_watermark));' 'low_pages_ = high_pages_;'
+mutant budget-evict-whole-request eviction/cache_budget.cpp \
+  "allocation evicts the whole request's pages instead of the shortfall" \
+  'evictor_.evict_pages(n - pool_.free_pages());' 'evictor_.evict_pages(n);'
+
+# ---- kv_store/
+mutant pool-free-at-one kv_store/page_pool.cpp \
+  "a page returns to the free list when its last-but-one reference goes" \
+  'check_held(page, "release");
+  if (--refcount_[page] == 0)' 'check_held(page, "release");
+  if (--refcount_[page] <= 1)'
+mutant pool-exact-fit-refused kv_store/page_pool.cpp \
+  "allocating exactly the free pages is refused" \
+  'if (n > free_list_.size()) return false;' 'if (n >= free_list_.size()) return false;'
+mutant pool-list-release-no-undo kv_store/page_pool.cpp \
+  "a refused list release does not restore the references it already dropped" \
+  'for (std::size_t j = 0; j < i; ++j) ++refcount_[pages[j]];' ''
+mutant pool-peak-not-tracked kv_store/page_pool.cpp \
+  "the pool's peak use is never recorded" \
+  'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
+
+# ---- runtime/: the adapter
+mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
+  "admit tells the model to start at position 0 after a reused prefix (mistral.rs)" \
+  'result.position_offset = match.tokens;' 'result.position_offset = 0;'
+mutant runtime-match-whole-prompt runtime/prefix_cache_runtime.cpp \
+  "admit may reuse the whole prompt, leaving no token to compute" \
+  'const size_t cut = (len - 1) / page_tokens_ * page_tokens_;' 'const size_t cut = len / page_tokens_ * page_tokens_;'
+mutant runtime-match-not-retained runtime/prefix_cache_runtime.cpp \
+  "admit shares the matched pages without taking a reference on them" \
+  'for (PageId page : s.block_table) pool_.retain(page);' ''
+mutant runtime-commit-no-watermark runtime/prefix_cache_runtime.cpp \
+  "commit skips the high/low watermark enforcement" \
+  'if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();' ''
+mutant runtime-commit-partial-page runtime/prefix_cache_runtime.cpp \
+  "commit caches a partly computed last page" \
+  'const uint32_t full_pages = s.computed_tokens / page_tokens_;' 'const uint32_t full_pages = (s.computed_tokens + page_tokens_ - 1) / page_tokens_;'
+mutant runtime-keeps-duplicates runtime/prefix_cache_runtime.cpp \
+  "commit releases a duplicate page but keeps it in the block table" \
+  '      s.block_table[i] = canonical;' ''
+mutant runtime-finish-caches-nothing runtime/prefix_cache_runtime.cpp \
+  "finish caches nothing that was not committed before" \
+  'const CommitResult result = insert_computed(s);
+  release_sequence(s, SeqState::kFinished);' 'const CommitResult result{};
+  release_sequence(s, SeqState::kFinished);'
+mutant runtime-abort-no-watermark runtime/prefix_cache_runtime.cpp \
+  "abort does not evict what a pinned commit could not" \
+  'stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish' ''
+mutant runtime-decode-page-early runtime/prefix_cache_runtime.cpp \
+  "decode takes a new page one token before the last one is full" \
+  'if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {' 'if (s.tokens.size() + 1 == size_t{s.block_table.size()} * page_tokens_) {'
+mutant runtime-stale-handle runtime/prefix_cache_runtime.cpp \
+  "a handle from a slot's earlier generation is taken for the current one" \
+  'if (s.generation != seq.generation) {' 'if (s.generation < seq.generation) {'
+
+# ---- runtime/: SharedRuntime
+mutant shared-budget-remainder runtime/shared_runtime.cpp \
+  "SharedRuntime's per-shard budget drops the remainder page" \
+  'config.cache_bytes % capacity_pages * pages / capacity_pages;' '0;'
+mutant shared-pool-remainder runtime/shared_runtime.cpp \
+  "SharedRuntime's shards leave the remainder pages of the pool out" \
+  'capacity_pages / shards + (i < capacity_pages % shards ? 1 : 0);' 'capacity_pages / shards;'
+mutant shared-one-shard runtime/shared_runtime.cpp \
+  "SharedRuntime puts every namespace on shard 0" \
+  '0x9E3779B97F4A7C15ull >> 32) % shards_.size());' '0x9E3779B97F4A7C15ull >> 32) % 1);'
+
+# ---- runtime/: the reference scheduler
+mutant sched-no-decode-reserve runtime/scheduler.cpp \
+  "admission reserves no page of decode room for the running requests" \
+  '- c.cached / page_tokens_ + running_.size();' '- c.cached / page_tokens_;'
+mutant sched-protect-late runtime/scheduler.cpp \
+  "protection starts one preemption late (max_preemptions + 1)" \
+  'return e.preemptions >= config_.max_preemptions ? kMaxPriority + 1' 'return e.preemptions >= config_.max_preemptions + 1 ? kMaxPriority + 1'
+mutant sched-preempt-no-commit runtime/scheduler.cpp \
+  "a preempted request's computed pages are not committed to the cache" \
+  'runtime_.commit(e.seq, runtime_.view(e.seq).computed_tokens);' ''
+mutant sched-readmit-hits-twice runtime/scheduler.cpp \
+  "a re-admitted request counts its hit tokens a second time" \
+  '++stats_.readmitted;' '++stats_.readmitted; stats_.hit_tokens += r.reused_tokens;'
+mutant sched-victim-oldest runtime/scheduler.cpp \
+  "preemption picks the oldest admission among equal priorities" \
+  '(effective(e) == effective(v) && e.admitted_at > v.admitted_at)' '(effective(e) == effective(v) && e.admitted_at < v.admitted_at)'
+mutant sched-urgent-late runtime/scheduler.cpp \
+  "a waiting request becomes urgent one preemption late" \
+  'return e.preemptions >= config_.max_preemptions ||' 'return e.preemptions > config_.max_preemptions ||'
+mutant sched-lpm-urgent-last runtime/scheduler.cpp \
+  "lpm examines urgent requests last instead of first" \
+  'if (a.urgent != b.urgent) return a.urgent;' 'if (a.urgent != b.urgent) return b.urgent;'
+mutant sched-share-holds-urgent runtime/scheduler.cpp \
+  "in-batch sharing holds an urgent request behind a leader" \
+  'key != 0 && !c.urgent && shared_leaders_.contains(key)' 'key != 0 && shared_leaders_.contains(key)'
+mutant sched-budget-not-spent runtime/scheduler.cpp \
+  "prefill chunks do not spend the step's token budget" \
+  '  budget -= chunk;' ''
+mutant sched-resume-drops-token runtime/scheduler.cpp \
+  "a preempted request resumes without its last sampled answer token" \
+  'e.request.answer.begin() + e.sampled);' 'e.request.answer.begin() + e.sampled - 1);'
+
+# ---- tools/: cache-mode replay, engine-mode replay, latency and reports
+mutant replay-evict-whole-request tools/cache_replay.cpp \
+  "cache mode evicts the request's pages instead of the shortfall" \
+  'tree->evict_pages(want - pool.free_pages());' 'tree->evict_pages(want);'
+mutant replay-uncached-not-counted tools/cache_replay.cpp \
+  "cache mode does not count the pages it could not cache" \
+  'result.uncached_pages += want - got;' ''
+mutant replay-never-unlocks tools/cache_replay.cpp \
+  "cache mode never unlocks a request's matched path" \
+  '    tree->unlock(match.node);' ''
+mutant latency-rank-above tools/latency.cpp \
+  "latency percentiles are one rank too high" \
+  'sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1]' 'sorted[std::clamp<std::size_t>(k + 1, 1, sorted.size()) - 1]'
+mutant engine-ttft-rank-above tools/engine_replay.cpp \
+  "TTFT percentiles are one rank too high" \
+  'return sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1];' 'return sorted[std::clamp<std::size_t>(k + 1, 1, sorted.size()) - 1];'
+mutant engine-ttft-from-start tools/engine_replay.cpp \
+  "TTFT is measured from the first arrival instead of the request's own" \
+  'ttft.push_back(now - trace.requests[id].arrival_s);' 'ttft.push_back(now - first_arrival);'
+mutant engine-ttft-max-is-min tools/engine_replay.cpp \
+  "the largest TTFT is read from the wrong end of the sorted list" \
+  'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();' 'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.front();'
+mutant report-json-evictions tools/replay_report.cpp \
+  "the JSON report's evictions are the emptied leaves, not the pages" \
+  '.add("evictions", r.evicted_pages)' '.add("evictions", r.evicted_nodes)'
+mutant report-digit-groups tools/replay_report.cpp \
+  "numbers in the text report are grouped off by one digit" \
+  'if (i > 0 && (digits.size() - i) % 3 == 0) out += ' 'if (i > 0 && (digits.size() - i - 1) % 3 == 0) out += '
+mutant engine-report-p90 tools/engine_report.cpp \
+  "the engine report prints p50 as TTFT p90" \
+  'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p90_s); });' 'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p50_s); });'
+
+# ---- tools/: Belady's bound
+mutant belady-next-use-self tools/belady_policy.cpp \
+  "the next-use index names the request itself instead of the next one" \
+  '= uses[i + 1].request;' '= uses[i].request;'
+mutant belady-head-page tools/belady_policy.cpp \
+  "belady keys a leaf by its first page's next use instead of its tail page's" \
+  'entry.prefix_pages + entry.pages - 1);' 'entry.prefix_pages);'
+mutant belady-no-revalidation tools/belady_policy.cpp \
+  "belady trusts a victim's key after its tail was truncated" \
+  'if (next == first.rank) return &first;' 'return &first;'
+mutant belady-ignores-namespace tools/belady_policy.cpp \
+  "belady's page identity ignores the namespace" \
+  'splitmix64(trace.requests[r].ns ^ 0x6265' 'splitmix64(0 ^ 0x6265'
+mutant belady-nearest-first tools/belady_policy.h \
+  "belady evicts the page used soonest instead of the farthest" \
+  'return a.rank > b.rank; }' 'return a.rank < b.rank; }'
