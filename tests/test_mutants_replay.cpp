@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/engine_replay.h"
-#include "tools/json_reader.h"
-#include "tools/replay_report.h"
+#include "tools/replay/engine_replay.h"
+#include "tools/replay/replay_report.h"
+#include "tools/trace/json_reader.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;

@@ -147,83 +147,83 @@ mutant shared-one-shard runtime/shared_runtime.cpp \
   "SharedRuntime puts every namespace on shard 0" \
   '0x9E3779B97F4A7C15ull >> 32) % shards_.size());' '0x9E3779B97F4A7C15ull >> 32) % 1);'
 
-# ---- runtime/: the reference scheduler
-mutant sched-no-decode-reserve runtime/scheduler.cpp \
+# ---- sim/: the reference scheduler
+mutant sched-no-decode-reserve sim/scheduler.cpp \
   "admission reserves no page of decode room for the running requests" \
   '- c.cached / page_tokens_ + running_.size();' '- c.cached / page_tokens_;'
-mutant sched-protect-late runtime/scheduler.cpp \
+mutant sched-protect-late sim/scheduler.cpp \
   "protection starts one preemption late (max_preemptions + 1)" \
   'return e.preemptions >= config_.max_preemptions ? kMaxPriority + 1' 'return e.preemptions >= config_.max_preemptions + 1 ? kMaxPriority + 1'
-mutant sched-preempt-no-commit runtime/scheduler.cpp \
+mutant sched-preempt-no-commit sim/scheduler.cpp \
   "a preempted request's computed pages are not committed to the cache" \
   'runtime_.commit(e.seq, runtime_.view(e.seq).computed_tokens);' ''
-mutant sched-readmit-hits-twice runtime/scheduler.cpp \
+mutant sched-readmit-hits-twice sim/scheduler.cpp \
   "a re-admitted request counts its hit tokens a second time" \
   '++stats_.readmitted;' '++stats_.readmitted; stats_.hit_tokens += r.reused_tokens;'
-mutant sched-victim-oldest runtime/scheduler.cpp \
+mutant sched-victim-oldest sim/scheduler.cpp \
   "preemption picks the oldest admission among equal priorities" \
   '(effective(e) == effective(v) && e.admitted_at > v.admitted_at)' '(effective(e) == effective(v) && e.admitted_at < v.admitted_at)'
-mutant sched-urgent-late runtime/scheduler.cpp \
+mutant sched-urgent-late sim/scheduler.cpp \
   "a waiting request becomes urgent one preemption late" \
   'return e.preemptions >= config_.max_preemptions ||' 'return e.preemptions > config_.max_preemptions ||'
-mutant sched-lpm-urgent-last runtime/scheduler.cpp \
+mutant sched-lpm-urgent-last sim/scheduler.cpp \
   "lpm examines urgent requests last instead of first" \
   'if (a.urgent != b.urgent) return a.urgent;' 'if (a.urgent != b.urgent) return b.urgent;'
-mutant sched-share-holds-urgent runtime/scheduler.cpp \
+mutant sched-share-holds-urgent sim/scheduler.cpp \
   "in-batch sharing holds an urgent request behind a leader" \
   'key != 0 && !c.urgent && shared_leaders_.contains(key)' 'key != 0 && shared_leaders_.contains(key)'
-mutant sched-budget-not-spent runtime/scheduler.cpp \
+mutant sched-budget-not-spent sim/scheduler.cpp \
   "prefill chunks do not spend the step's token budget" \
   '  budget -= chunk;' ''
-mutant sched-resume-drops-token runtime/scheduler.cpp \
+mutant sched-resume-drops-token sim/scheduler.cpp \
   "a preempted request resumes without its last sampled answer token" \
   'e.request.answer.begin() + e.sampled);' 'e.request.answer.begin() + e.sampled - 1);'
 
 # ---- tools/: cache-mode replay, engine-mode replay, latency and reports
-mutant replay-evict-whole-request tools/cache_replay.cpp \
+mutant replay-evict-whole-request tools/replay/cache_replay.cpp \
   "cache mode evicts the request's pages instead of the shortfall" \
   'tree->evict_pages(want - pool.free_pages());' 'tree->evict_pages(want);'
-mutant replay-uncached-not-counted tools/cache_replay.cpp \
+mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
   "cache mode does not count the pages it could not cache" \
   'result.uncached_pages += want - got;' ''
-mutant replay-never-unlocks tools/cache_replay.cpp \
+mutant replay-never-unlocks tools/replay/cache_replay.cpp \
   "cache mode never unlocks a request's matched path" \
   '    tree->unlock(match.node);' ''
-mutant latency-rank-above tools/latency.cpp \
+mutant latency-rank-above tools/replay/latency.cpp \
   "latency percentiles are one rank too high" \
   'sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1]' 'sorted[std::clamp<std::size_t>(k + 1, 1, sorted.size()) - 1]'
-mutant engine-ttft-rank-above tools/engine_replay.cpp \
+mutant engine-ttft-rank-above tools/replay/engine_replay.cpp \
   "TTFT percentiles are one rank too high" \
   'return sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1];' 'return sorted[std::clamp<std::size_t>(k + 1, 1, sorted.size()) - 1];'
-mutant engine-ttft-from-start tools/engine_replay.cpp \
+mutant engine-ttft-from-start tools/replay/engine_replay.cpp \
   "TTFT is measured from the first arrival instead of the request's own" \
   'ttft.push_back(now - trace.requests[id].arrival_s);' 'ttft.push_back(now - first_arrival);'
-mutant engine-ttft-max-is-min tools/engine_replay.cpp \
+mutant engine-ttft-max-is-min tools/replay/engine_replay.cpp \
   "the largest TTFT is read from the wrong end of the sorted list" \
   'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();' 'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.front();'
-mutant report-json-evictions tools/replay_report.cpp \
+mutant report-json-evictions tools/replay/replay_report.cpp \
   "the JSON report's evictions are the emptied leaves, not the pages" \
   '.add("evictions", r.evicted_pages)' '.add("evictions", r.evicted_nodes)'
-mutant report-digit-groups tools/replay_report.cpp \
+mutant report-digit-groups tools/replay/replay_report.cpp \
   "numbers in the text report are grouped off by one digit" \
   'if (i > 0 && (digits.size() - i) % 3 == 0) out += ' 'if (i > 0 && (digits.size() - i - 1) % 3 == 0) out += '
-mutant engine-report-p90 tools/engine_report.cpp \
+mutant engine-report-p90 tools/replay/engine_report.cpp \
   "the engine report prints p50 as TTFT p90" \
   'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p90_s); });' 'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p50_s); });'
 
 # ---- tools/: Belady's bound
-mutant belady-next-use-self tools/belady_policy.cpp \
+mutant belady-next-use-self tools/replay/belady_policy.cpp \
   "the next-use index names the request itself instead of the next one" \
   '= uses[i + 1].request;' '= uses[i].request;'
-mutant belady-head-page tools/belady_policy.cpp \
+mutant belady-head-page tools/replay/belady_policy.cpp \
   "belady keys a leaf by its first page's next use instead of its tail page's" \
   'entry.prefix_pages + entry.pages - 1);' 'entry.prefix_pages);'
-mutant belady-no-revalidation tools/belady_policy.cpp \
+mutant belady-no-revalidation tools/replay/belady_policy.cpp \
   "belady trusts a victim's key after its tail was truncated" \
   'if (next == first.rank) return &first;' 'return &first;'
-mutant belady-ignores-namespace tools/belady_policy.cpp \
+mutant belady-ignores-namespace tools/replay/belady_policy.cpp \
   "belady's page identity ignores the namespace" \
   'splitmix64(trace.requests[r].ns ^ 0x6265' 'splitmix64(0 ^ 0x6265'
-mutant belady-nearest-first tools/belady_policy.h \
+mutant belady-nearest-first tools/replay/belady_policy.h \
   "belady evicts the page used soonest instead of the farthest" \
   'return a.rank > b.rank; }' 'return a.rank < b.rank; }'
