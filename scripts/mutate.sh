@@ -130,18 +130,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Copy what differs (a kept directory keeps its build; a file that is rewritten gets a new mtime,
-# so make rebuilds what depends on it).
-(
-  cd "$root"
-  git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-    [[ -f $f ]] || continue  # deleted in the working tree
-    if ! cmp -s "$f" "$src/$f"; then
-      mkdir -p "$src/$(dirname "$f")"
-      cp "$f" "$src/$f"
-    fi
-  done
-)
+# Copy what differs and remove what the tree no longer has (a kept directory keeps its build; a
+# file that is rewritten gets a new mtime, so make rebuilds what depends on it).
+tree_files=$scratch/files.txt
+(cd "$root" && git ls-files --cached --others --exclude-standard | sort -u) >"$tree_files"
+while IFS= read -r f; do
+  [[ -f $root/$f ]] || continue  # deleted in the working tree
+  if ! cmp -s "$root/$f" "$src/$f"; then
+    mkdir -p "$src/$(dirname "$f")"
+    cp "$root/$f" "$src/$f"
+  fi
+done <"$tree_files"
+(cd "$src" && find . -path ./build -prune -o -type f -print | sed 's|^\./||' | sort) |
+  comm -13 "$tree_files" - | while IFS= read -r f; do rm -f "$src/$f"; done
 
 echo "mutate.sh: ${#selected[@]} mutants, scratch $scratch, -j$jobs"
 export CCACHE_BASEDIR=$src  # paths relative to the copy, so that cached objects serve any copy
