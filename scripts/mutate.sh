@@ -11,9 +11,9 @@
 # scratch directory and built there (Release, CUDA off: no mutant touches it; ccache when present).
 # The unmutated suite must pass first. Then, for each mutant: apply its one-line edit (an edit that
 # does not apply exactly once is an error that stops the run: a moved line must never pass for a
-# result), rebuild the test executables incrementally, run every test not labelled `slow` (test
-# executables directly, quickest first, stopping at the first failure), restore the file.
-# One line per mutant:
+# result), rebuild the test executables incrementally, run every test not labelled `slow` (each
+# doctest executable once for all its cases; the quickest first; stopping at the first failure),
+# restore the file. One line per mutant:
 #   killed by <test case> [<executable>]   a test failed, crashed, or ran past its time limit
 #   SURVIVED                               the fast suite passed with the bug in
 #   stillborn                              the mutant did not compile (not counted in the score)
@@ -152,69 +152,97 @@ if ! (cd "$src" && BUILD_DIR=build CMAKE_ARGS="-DRADIXKV_CUDA=OFF" scripts/build
   die "the unmutated tree does not build (log: $log)"
 fi
 
-# ---- The fast suite: every test executable with a test not labelled slow, with its working
-# directory and the slow cases it must leave out (none today: `slow` labels whole executables).
-# Columns are tab-separated and a possibly empty one comes last (read collapses empty fields).
-suite=$scratch/suite.tsv
+# ---- The fast suite, from ctest's own list: every test not labelled `slow`. A doctest executable
+# runs once for all its cases (its slow cases excluded) and stops at its first failed check; any
+# other test runs as ctest runs it. Each `run NAME DIR SKIP_CODE KIND COMMAND` of $suite is one,
+# and `target T` names what the tests need built (every executable of the build directory that a
+# command names: add_executable's name is the file's).
+suite=$scratch/suite.sh
 ctest --test-dir "$src/build" --show-only=json-v1 | /usr/bin/python3 -c '
-import json, sys
-runs = {}
+import json, os, shlex, sys
+build = sys.argv[1]
+doctest, plain, targets = {}, [], set()
 for test in json.load(sys.stdin)["tests"]:
     props = {p["name"]: p["value"] for p in test.get("properties", [])}
-    exe = test["command"][0]
-    run = runs.setdefault(exe, {"dir": props.get("WORKING_DIRECTORY", "."), "fast": 0, "slow": []})
-    if "slow" in props.get("LABELS", []):
-        run["slow"].append(test["name"].replace(",", "\\,"))
-    else:
-        run["fast"] += 1
-for exe, run in runs.items():
+    command, slow = test["command"], "slow" in props.get("LABELS", [])
+    where = (props.get("WORKING_DIRECTORY", build), str(props.get("SKIP_RETURN_CODE", "")))
+    if not slow:
+        targets.update(os.path.basename(word) for word in command
+                       if word.startswith(build + "/") and os.access(word, os.X_OK))
+    if any(word.startswith("--test-case=") for word in command[1:]):
+        run = doctest.setdefault(command[0], {"where": where, "fast": 0, "slow": []})
+        if slow:
+            run["slow"].append(test["name"].replace(",", "\\,"))
+        else:
+            run["fast"] += 1
+    elif not slow:
+        plain.append((test["name"], where, command))
+for exe, run in doctest.items():
     if run["fast"]:
-        print(exe, run["dir"], ",".join(run["slow"]), sep="\t")
-' >"$suite"
-[[ -s $suite ]] || die "ctest lists no test outside the slow label"
-mapfile -t targets < <(cut -f1 "$suite" | xargs -n1 basename)
+        command = [exe, "--abort-after=1"]
+        if run["slow"]:
+            command.append("--test-case-exclude=" + ",".join(run["slow"]))
+        plain.append((os.path.basename(exe), run["where"], command, "doctest"))
+for name, (dir, skip), command, *kind in plain:
+    print("run", *map(shlex.quote, [name, dir, skip, (kind or ["plain"])[0], shlex.join(command)]))
+for target in sorted(targets):
+    print("target", shlex.quote(target))
+' "$src/build" >"$suite"
+names=() dirs=() skip_codes=() kinds=() commands=() targets=()
+run() { names+=("$1") dirs+=("$2") skip_codes+=("$3") kinds+=("$4") commands+=("$5"); }
+target() { targets+=("$1"); }
+# shellcheck source=/dev/null
+source "$suite"
+((${#names[@]} > 0)) || die "ctest lists no test outside the slow label"
+if ! cmake --build "$src/build" -j"$jobs" --target "${targets[@]}" >"$log" 2>&1; then
+  tail -20 "$log" >&2
+  die "the test executables do not build as targets ${targets[*]} (log: $log)"
+fi
 
-# Runs one test executable; prints "<seconds> <exit status>"; its output goes to $2.
-run_exe() {
-  local exe=$1 out=$2 dir=$3 exclude=$4 limit=$5 t0 status=0 args=(--abort-after=1)
-  [[ -n $exclude ]] && args+=("--test-case-exclude=$exclude")
+# Runs test k; prints "<seconds> <status>", where a status of 0 means it passed (or only
+# skipped); its output goes to $2.
+run_test() {
+  local k=$1 out=$2 limit=$3 t0 status=0
   t0=$(date +%s.%N)
-  (cd "$dir" && timeout -k 5 "$limit" "$exe" "${args[@]}") </dev/null >"$out" 2>&1 || status=$?
+  (cd "${dirs[k]}" && eval "timeout -k 5 $limit ${commands[k]}") </dev/null >"$out" 2>&1 ||
+    status=$?
+  [[ $status != "${skip_codes[k]}" ]] || status=0
   echo "$(echo "$(date +%s.%N) - $t0" | bc) $status"
 }
 
 # Baseline: the unmutated suite must pass; its times order the runs (quickest first) and set
-# each executable's time limit (20 times its own, at least 60 s).
-order=$scratch/order.tsv
-: >"$order"
-while IFS=$'\t' read -r exe dir exclude; do
-  read -r seconds status < <(run_exe "$exe" "$scratch/baseline.out" "$dir" "$exclude" 600)
+# each test's time limit (20 times its own, at least 60 s).
+order=() limits=()
+for k in "${!names[@]}"; do
+  read -r seconds status < <(run_test "$k" "$scratch/baseline.out" 600)
   if ((status != 0)); then
     cat "$scratch/baseline.out" >&2
-    die "the unmutated suite fails in $(basename "$exe"): fix that first"
+    die "the unmutated suite fails in ${names[k]}: fix that first"
   fi
-  limit=$(echo "l = $seconds * 20; if (l < 60) l = 60; scale = 0; l / 1" | bc)
-  printf '%s\t%s\t%s\t%s\t%s\n' "$seconds" "$exe" "$dir" "$limit" "$exclude" >>"$order"
-done <"$suite"
-sort -g -o "$order" "$order"
-echo "mutate.sh: baseline passes ($(wc -l <"$order") test executables, $((SECONDS - start_time)) s so far)"
+  limits[k]=$(echo "l = $seconds * 20; if (l < 60) l = 60; scale = 0; l / 1" | bc)
+  order+=("$seconds $k")
+done
+mapfile -t order < <(printf '%s\n' "${order[@]}" | sort -g | cut -d' ' -f2)
+echo "mutate.sh: baseline passes (${#order[@]} test runs, $((SECONDS - start_time)) s so far)"
 
 # Prints the verdict for the current build of the scratch tree.
 verdict() {
-  local seconds exe dir exclude limit status out=$scratch/mutant.out name
-  while IFS=$'\t' read -r _ exe dir limit exclude; do
-    read -r seconds status < <(run_exe "$exe" "$out" "$dir" "$exclude" "$limit")
+  local k seconds status out=$scratch/mutant.out name
+  for k in "${order[@]}"; do
+    read -r seconds status < <(run_test "$k" "$out" "${limits[k]}")
     ((status == 0)) && continue
     # timeout(1) could not run it: a fault of this script or the machine, never a kill.
-    ((status < 125 || status > 127)) || die "could not run $exe (status $status): $(head -3 "$out")"
+    ((status < 125 || status > 127)) || die "could not run ${names[k]} (status $status): $(head -3 "$out")"
     if ((status == 124 || status == 137)); then
-      echo "killed by $(basename "$exe") (no end after ${limit} s)"
-      return
+      echo "killed by ${names[k]} (no end after ${limits[k]} s)"
+    elif [[ ${kinds[k]} == doctest ]]; then
+      name=$(sed -n 's/^TEST CASE: *//p' "$out" | head -1)
+      echo "killed by ${name:-exit status $status} [${names[k]}]"
+    else
+      echo "killed by ${names[k]}"
     fi
-    name=$(sed -n 's/^TEST CASE: *//p' "$out" | head -1)
-    echo "killed by ${name:-exit status $status} [$(basename "$exe")]"
     return
-  done <"$order"
+  done
   echo "SURVIVED"
 }
 
