@@ -276,7 +276,7 @@ done
 counted=$((killed + survived))
 echo
 if ((counted > 0)); then
-  echo "score: $killed killed / $counted = $(echo "scale = 1; 100 * $killed / $counted" | bc) %" \
+  echo "score: $killed killed / $counted = $(awk -v k="$killed" -v c="$counted" 'BEGIN { printf "%.1f", 100 * k / c }') %" \
     "($survived survived, $stillborn stillborn, ${#selected[@]} mutants)"
 else
   echo "score: no mutant compiled ($stillborn stillborn)"
