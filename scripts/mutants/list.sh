@@ -79,6 +79,12 @@ mutant gdsf-no-inflation eviction/gdsf_policy.cpp \
 mutant gdsf-cost-ignores-depth eviction/gdsf_policy.cpp \
   "gdsf prices a page without the attention over the prefix above it" \
   'static_cast<double>(entry.prefix_pages) + entry.pages / 2.0;' 'entry.pages / 2.0;'
+mutant reuse-unclamped-shift eviction/reuse_policy.cpp \
+  "reuse trusts a class's shift beyond +-limit * tau" \
+  'std::clamp(std::log(rate(cls) / overall), -limit_, limit_)' 'std::log(rate(cls) / overall)'
+mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
+  "reuse counts a second access at the same instant (match, then insert) as a reuse" \
+  'if (entry.visited && entry.last_access_s > entry.stamp) {' 'if (entry.visited && entry.last_access_s >= entry.stamp) {'
 mutant budget-low-is-high eviction/cache_budget.cpp \
   "the watermark evicts down to high instead of low" \
   'low_pages_ = std::min(high_pages_, scaled(config.low_watermark));' 'low_pages_ = high_pages_;'
@@ -150,7 +156,7 @@ mutant shared-one-shard runtime/shared_runtime.cpp \
 # ---- sim/: the reference scheduler
 mutant sched-no-decode-reserve sim/scheduler.cpp \
   "admission reserves no page of decode room for the running requests" \
-  '- c.cached / page_tokens_ + running_.size();' '- c.cached / page_tokens_;'
+  '- cached / page_tokens_ + running_.size();' '- cached / page_tokens_;'
 mutant sched-protect-late sim/scheduler.cpp \
   "protection starts one preemption late (max_preemptions + 1)" \
   'return e.preemptions >= config_.max_preemptions ? kMaxPriority + 1' 'return e.preemptions >= config_.max_preemptions + 1 ? kMaxPriority + 1'
@@ -171,7 +177,7 @@ mutant sched-lpm-urgent-last sim/scheduler.cpp \
   'if (a.urgent != b.urgent) return a.urgent;' 'if (a.urgent != b.urgent) return b.urgent;'
 mutant sched-share-holds-urgent sim/scheduler.cpp \
   "in-batch sharing holds an urgent request behind a leader" \
-  'key != 0 && !c.urgent && shared_leaders_.contains(key)' 'key != 0 && shared_leaders_.contains(key)'
+  'key != 0 && !urgent && sharing_.contains(key)' 'key != 0 && sharing_.contains(key)'
 mutant sched-budget-not-spent sim/scheduler.cpp \
   "prefill chunks do not spend the step's token budget" \
   '  budget -= chunk;' ''
@@ -189,12 +195,12 @@ mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
 mutant replay-never-unlocks tools/replay/cache_replay.cpp \
   "cache mode never unlocks a request's matched path" \
   '    tree->unlock(match.node);' ''
-mutant latency-rank-above tools/replay/latency.cpp \
-  "latency percentiles are one rank too high" \
-  'sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1]' 'sorted[std::clamp<std::size_t>(k + 1, 1, sorted.size()) - 1]'
-mutant engine-ttft-rank-above tools/replay/engine_replay.cpp \
-  "TTFT percentiles are one rank too high" \
-  'return sorted[std::clamp<std::size_t>(k, 1, sorted.size()) - 1];' 'return sorted[std::clamp<std::size_t>(k + 1, 1, sorted.size()) - 1];'
+mutant percentile-rank-above tools/replay/percentile.h \
+  "percentiles (call latencies and TTFT) are one rank too high" \
+  'return rank == 0 ? 1 : rank;' 'return rank == 0 ? 1 : rank < n ? rank + 1 : rank;'
+mutant percentile-rank-below tools/replay/percentile.h \
+  "percentiles (call latencies and TTFT) are one rank too low" \
+  'return rank == 0 ? 1 : rank;' 'return rank <= 1 ? 1 : rank - 1;'
 mutant engine-ttft-from-start tools/replay/engine_replay.cpp \
   "TTFT is measured from the first arrival instead of the request's own" \
   'ttft.push_back(now - trace.requests[id].arrival_s);' 'ttft.push_back(now - first_arrival);'
