@@ -81,7 +81,10 @@ mutant gdsf-cost-ignores-depth eviction/gdsf_policy.cpp \
   'static_cast<double>(entry.prefix_pages) + entry.pages / 2.0;' 'entry.pages / 2.0;'
 mutant reuse-unclamped-shift eviction/reuse_policy.cpp \
   "reuse trusts a class's shift beyond +-limit * tau" \
-  'std::clamp(std::log(rate(cls) / overall), -limit_, limit_)' 'std::log(rate(cls) / overall)'
+  'std::clamp(std::log(reuse_chance(cls) / average), -limit_, limit_)' 'std::log(reuse_chance(cls) / average)'
+mutant reuse-ranks-by-rate eviction/reuse_policy.cpp \
+  "reuse ranks classes by their rate instead of their chance of a reuse within tau" \
+  'return -std::expm1(-rate(cls) * tau());' 'return rate(cls) * tau();'
 mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
   "reuse counts a second access at the same instant (match, then insert) as a reuse" \
   'if (entry.visited && entry.last_access_s > entry.stamp) {' 'if (entry.visited && entry.last_access_s >= entry.stamp) {'
