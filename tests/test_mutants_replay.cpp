@@ -2,13 +2,13 @@
 // (each figure under its own key and label) and engine mode's TTFT summary, worked by hand.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "tools/replay/engine_replay.h"
 #include "tools/replay/replay_report.h"
-#include "tools/trace/json_reader.h"
 
 using namespace radixkv;
 using namespace radixkv::tools;
@@ -84,7 +84,7 @@ std::string line_of(const std::string& text, const std::string& label) {
 TEST_CASE("report: every JSON key carries its own figure") {
   // Mutant report-json-evictions: the emptied leaves reported as evicted pages.
   const ReplayResult r = distinct_result();
-  const JsonValue json = parse_json(format_report_json(r));
+  const nlohmann::json json = nlohmann::json::parse(format_report_json(r));
   const std::vector<std::pair<const char*, int64_t>> integers = {
       {"page_tokens", 16},
       {"capacity_pages", 1000},
@@ -114,9 +114,8 @@ TEST_CASE("report: every JSON key carries its own figure") {
   };
   for (const auto& [key, value] : integers) {
     CAPTURE(key);
-    const JsonValue* found = json.find(key);
-    REQUIRE(found != nullptr);
-    CHECK(found->as_int() == value);
+    REQUIRE(json.contains(key));
+    CHECK(json.at(key).get<int64_t>() == value);
   }
   const std::vector<std::pair<const char*, double>> reals = {
       {"hit_rate", 0.4},           {"wall_seconds", 2.5},     {"cache_seconds", 0.5},
@@ -125,18 +124,15 @@ TEST_CASE("report: every JSON key carries its own figure") {
       {"requests_per_second", 6.8}};
   for (const auto& [key, value] : reals) {
     CAPTURE(key);
-    const JsonValue* found = json.find(key);
-    REQUIRE(found != nullptr);
-    CHECK(found->as_double() == doctest::Approx(value));
+    REQUIRE(json.contains(key));
+    CHECK(json.at(key).get<double>() == doctest::Approx(value));
   }
-  const JsonValue* plain = json.find("no_cache");
-  REQUIRE(plain != nullptr);
-  CHECK(plain->find("ttft_p90_seconds")->as_double() == doctest::Approx(1.2));
-  CHECK(plain->find("ttft_max_seconds")->as_double() == doctest::Approx(1.4));
-  const JsonValue* admit = json.find("admit_us");
-  REQUIRE(admit != nullptr);
-  CHECK(admit->find("p90")->as_double() == doctest::Approx(2.0));
-  CHECK(json.find("finish_us")->find("p99")->as_double() == doctest::Approx(7.0));
+  REQUIRE(json.contains("no_cache"));
+  CHECK(json.at("no_cache").at("ttft_p90_seconds").get<double>() == doctest::Approx(1.2));
+  CHECK(json.at("no_cache").at("ttft_max_seconds").get<double>() == doctest::Approx(1.4));
+  REQUIRE(json.contains("admit_us"));
+  CHECK(json.at("admit_us").at("p90").get<double>() == doctest::Approx(2.0));
+  CHECK(json.at("finish_us").at("p99").get<double>() == doctest::Approx(7.0));
 }
 
 TEST_CASE("report: the text groups digits by thousands and puts each figure on its line") {
@@ -186,7 +182,6 @@ TEST_CASE("engine: TTFT percentiles, mean, max and simulated time of three reque
     request.id = i;
     request.arrival_s = requests[i].first;
     request.output_tokens = 1;
-    request.answer_key = content_key(ContentDomain::kAnswer, 0, i);
     const Segment prompt{content_key(ContentDomain::kNative, 0, i), requests[i].second};
     builder.add(request, {&prompt, 1});
   }

@@ -28,10 +28,10 @@ mutant radix-lock-keeps-linked radix/radix_tree.cpp \
   'if (x->lock_count_++ == 0) {' 'if (x->lock_count_++ == 0 && false) {'
 mutant radix-unlock-no-relink radix/radix_tree.cpp \
   "an unlocked leaf is never offered to the policy again" \
-  'if (evictable(x)) policy_->add(*x);' ''
+  'if (device_evictable(x)) policy_->add(*x);' ''
 mutant radix-parent-not-offered radix/radix_tree.cpp \
   "a parent whose last child was removed is not offered to the policy" \
-  'if (evictable(parent)) policy_->add(*parent);' ''
+  'if (!parent->is_root() && parent->is_leaf() && parent->lock_count_ == 0) policy_->add(*parent);' ''
 mutant radix-evict-one-short radix/radix_tree.cpp \
   "evict_pages(n) releases one page fewer than asked" \
   'for (; released < n; ++released) {' 'for (; released + 1 < n; ++released) {'
@@ -99,14 +99,14 @@ mutant budget-evict-whole-request eviction/cache_budget.cpp \
 mutant pool-free-at-one kv_store/page_pool.cpp \
   "a page returns to the free list when its last-but-one reference goes" \
   'check_held(page, "release");
-  if (--refcount_[page] == 0)' 'check_held(page, "release");
-  if (--refcount_[page] <= 1)'
+  if (--count(page) == 0)' 'check_held(page, "release");
+  if (--count(page) <= 1)'
 mutant pool-exact-fit-refused kv_store/page_pool.cpp \
   "allocating exactly the free pages is refused" \
   'if (n > free_list_.size()) return false;' 'if (n >= free_list_.size()) return false;'
 mutant pool-list-release-no-undo kv_store/page_pool.cpp \
   "a refused list release does not restore the references it already dropped" \
-  'for (std::size_t j = 0; j < i; ++j) ++refcount_[pages[j]];' ''
+  'for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);' ''
 mutant pool-peak-not-tracked kv_store/page_pool.cpp \
   "the pool's peak use is never recorded" \
   'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
@@ -117,7 +117,7 @@ mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
   'result.position_offset = match.tokens;' 'result.position_offset = 0;'
 mutant runtime-match-whole-prompt runtime/prefix_cache_runtime.cpp \
   "admit may reuse the whole prompt, leaving no token to compute" \
-  'const size_t cut = (len - 1) / page_tokens_ * page_tokens_;' 'const size_t cut = len / page_tokens_ * page_tokens_;'
+  '(prompt_tokens - 1) / page_tokens_ * page_tokens_' 'prompt_tokens / page_tokens_ * page_tokens_'
 mutant runtime-match-not-retained runtime/prefix_cache_runtime.cpp \
   "admit shares the matched pages without taking a reference on them" \
   'for (PageId page : s.block_table) pool_.retain(page);' ''
@@ -191,13 +191,13 @@ mutant sched-resume-drops-token sim/scheduler.cpp \
 # ---- tools/: cache-mode replay, engine-mode replay, latency and reports
 mutant replay-evict-whole-request tools/replay/cache_replay.cpp \
   "cache mode evicts the request's pages instead of the shortfall" \
-  'tree->evict_pages(want - pool.free_pages());' 'tree->evict_pages(want);'
+  'tree_->evict_pages(want - pool_.free_pages());' 'tree_->evict_pages(want);'
 mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
   "cache mode does not count the pages it could not cache" \
-  'result.uncached_pages += want - got;' ''
+  'result_.uncached_pages += want - got;' ''
 mutant replay-never-unlocks tools/replay/cache_replay.cpp \
   "cache mode never unlocks a request's matched path" \
-  '    tree->unlock(match.node);' ''
+  '  tree_->unlock(match.node);' ''
 mutant percentile-rank-above tools/replay/percentile.h \
   "percentiles (call latencies and TTFT) are one rank too high" \
   'return rank == 0 ? 1 : rank;' 'return rank == 0 ? 1 : rank < n ? rank + 1 : rank;'
@@ -206,13 +206,13 @@ mutant percentile-rank-below tools/replay/percentile.h \
   'return rank == 0 ? 1 : rank;' 'return rank <= 1 ? 1 : rank - 1;'
 mutant engine-ttft-from-start tools/replay/engine_replay.cpp \
   "TTFT is measured from the first arrival instead of the request's own" \
-  'ttft.push_back(now - trace.requests[id].arrival_s);' 'ttft.push_back(now - first_arrival);'
+  'ttft_.push_back(now_ - trace_.requests[id].arrival_s);' 'ttft_.push_back(now_ - arrival(0));'
 mutant engine-ttft-max-is-min tools/replay/engine_replay.cpp \
   "the largest TTFT is read from the wrong end of the sorted list" \
   'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();' 'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.front();'
 mutant report-json-evictions tools/replay/replay_report.cpp \
   "the JSON report's evictions are the emptied leaves, not the pages" \
-  '.add("evictions", r.evicted_pages)' '.add("evictions", r.evicted_nodes)'
+  '{"evictions", r.evicted_pages},' '{"evictions", r.evicted_nodes},'
 mutant report-digit-groups tools/replay/replay_report.cpp \
   "numbers in the text report are grouped off by one digit" \
   'if (i > 0 && (digits.size() - i) % 3 == 0) out += ' 'if (i > 0 && (digits.size() - i - 1) % 3 == 0) out += '
