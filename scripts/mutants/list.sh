@@ -39,6 +39,23 @@ mutant radix-child-erase-shift radix/child_table.cpp \
   "backward-shift deletion also moves an entry whose home lies right after the hole" \
   'const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);' 'const bool home_after_hole = ((i - home) & mask) <= ((i - hole) & mask);'
 
+# ---- radix/: the host tier and the page hashes
+mutant tier-host-stale-access radix/radix_tiers.cpp \
+  "the host policy never sees a node's later accesses (host eviction by a stale recency)" \
+  'entry.last_access = node->last_access;' ''
+mutant tier-writeback-drops-newest radix/radix_tiers.cpp \
+  "short of host room, write-back drops the newest victims and keeps the oldest on the host" \
+  'if (!on_host && to_drop == 0 && used < fresh.size()) {' 'if (!on_host && used < fresh.size()) {'
+mutant tier-writeback-copy-reversed radix/radix_tiers.cpp \
+  "write-back copies the host page onto the device page instead of the device page to the host" \
+  'h.transfers.push_back({page, copy});' 'h.transfers.push_back({copy, page});'
+mutant tier-load-ticket-forgotten radix/radix_tiers.cpp \
+  "a node loaded from the host does not remember its load's ticket (a second match may read it early)" \
+  'if (ticket != 0) host.load_ticket = ticket;' ''
+mutant page-hash-chain-first-page radix/radix_events.cpp \
+  "a node's first page chains on its parent's first page instead of the parent's last" \
+  ': page_hash(parent, parent->num_pages() - 1);' ': page_hash(parent, 0);'
+
 # ---- eviction/: every policy, the budget and the allocator
 mutant lru-add-insertion-order eviction/lru_policy.h \
   "lru ranks a newly linked leaf by its creation instead of its last access" \
@@ -110,6 +127,9 @@ mutant pool-list-release-no-undo kv_store/page_pool.cpp \
 mutant pool-peak-not-tracked kv_store/page_pool.cpp \
   "the pool's peak use is never recorded" \
   'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
+mutant pool-partition-ids-from-zero kv_store/page_pool.cpp \
+  "a partition numbers its free pages from 0 instead of from its first id" \
+  'free_list_[i] = end_page() - 1 - i;' 'free_list_[i] = capacity_ - 1 - i;'
 
 # ---- runtime/: the adapter
 mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
@@ -144,6 +164,9 @@ mutant runtime-decode-page-early runtime/prefix_cache_runtime.cpp \
 mutant runtime-stale-handle runtime/prefix_cache_runtime.cpp \
   "a handle from a slot's earlier generation is taken for the current one" \
   'if (s.generation != seq.generation) {' 'if (s.generation < seq.generation) {'
+mutant runtime-no-pending-load runtime/prefix_cache_runtime.cpp \
+  "admit hands out no ticket for pages another request's load is still copying" \
+  'ticket = tree_.pending_load(match.node);' 'ticket = 0;'
 
 # ---- runtime/: SharedRuntime
 mutant shared-budget-remainder runtime/shared_runtime.cpp \
@@ -219,6 +242,20 @@ mutant report-digit-groups tools/replay/replay_report.cpp \
 mutant engine-report-p90 tools/replay/engine_report.cpp \
   "the engine report prints p50 as TTFT p90" \
   'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p90_s); });' 'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p50_s); });'
+
+# ---- tools/: the command line's flags and the trace readers
+mutant cli-low-default-above-high tools/cli/budget.cpp \
+  "--high-watermark alone keeps the default low watermark even above the new high one" \
+  'out.low = low.value_or(std::min(defaults.low, out.high));' 'out.low = low.value_or(defaults.low);'
+mutant cli-watermark-size-rounds-down tools/cli/budget.cpp \
+  "a watermark given as a size becomes a fraction that may round to one page fewer" \
+  'while (std::floor(static_cast<double>(budget_pages) * fraction) < static_cast<double>(pages)) {' 'while (false) {'
+mutant trace-last-line-dropped tools/trace/trace_input.cpp \
+  "a last line without a newline is not read" \
+  'return eof_ && scanned > from ? std::optional(scanned) : std::nullopt;' 'return std::nullopt;'
+mutant trace-hash-ids-floor tools/trace/hash_id_reader.cpp \
+  "a hash-id record's partial last block is not counted among the blocks its input_length needs" \
+  '(uint64_t{r.input_tokens} + block_tokens_ - 1) / block_tokens_;' 'uint64_t{r.input_tokens} / block_tokens_;'
 
 # ---- tools/: Belady's bound
 mutant belady-next-use-self tools/replay/belady_policy.cpp \
