@@ -1,13 +1,13 @@
 // Tests that kill mutants of scripts/mutate.sh that no other test caught: the replay's reports
-// (each figure under its own key and label) and engine mode's TTFT summary, worked by hand.
+// (each figure under its own key and label).
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "tools/replay/engine_replay.h"
 #include "tools/replay/replay_report.h"
 
 using namespace radixkv;
@@ -165,41 +165,4 @@ TEST_CASE("report: the text groups digits by thousands and puts each figure on i
     REQUIRE(cached != std::string::npos);
     CHECK(line.find(" " + values[1], cached + values[0].size()) != std::string::npos);
   }
-}
-
-TEST_CASE("engine: TTFT percentiles, mean, max and simulated time of three requests by hand") {
-  // Mutants engine-ttft-rank-above and engine-ttft-max-is-min. Three unrelated one-token answers
-  // on an idle engine, priced at 0.01 s a step + 0.001 s per prefill token: each prefill is one
-  // step that also samples (and so finishes) the answer. TTFTs: 32 tokens at t = 0 -> 0.042 s,
-  // 48 at t = 100 -> 0.058 s, 16 at t = 200 -> 0.026 s. Nearest rank over the sorted
-  // {0.026, 0.042, 0.058}: p50 = rank ceil(1.5) = 2, p90 and p99 = rank 3.
-  Trace trace;
-  trace.source = "three requests";
-  TraceBuilder builder(trace);
-  const std::vector<std::pair<double, uint32_t>> requests = {{0, 32}, {100, 48}, {200, 16}};
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    TraceRequest request;
-    request.id = i;
-    request.arrival_s = requests[i].first;
-    request.output_tokens = 1;
-    const Segment prompt{content_key(ContentDomain::kNative, 0, i), requests[i].second};
-    builder.add(request, {&prompt, 1});
-  }
-  EngineReplayConfig config;
-  config.layout = KvLayout{1, 1, 4, 2, 16};
-  config.model = "tiny";
-  config.pool_pages = 16;
-  config.cost = {0.001, 0.01, 0.0};
-  config.compare_no_cache = false;
-  const ReplayResult r = replay_engine(trace, config);
-  CHECK(r.ok());
-  const EngineRun& run = r.engine.run;
-  CHECK(run.finished == 3);
-  CHECK(run.steps == 3);
-  CHECK(run.ttft_p50_s == doctest::Approx(0.042));
-  CHECK(run.ttft_p90_s == doctest::Approx(0.058));
-  CHECK(run.ttft_p99_s == doctest::Approx(0.058));
-  CHECK(run.ttft_max_s == doctest::Approx(0.058));
-  CHECK(run.ttft_mean_s == doctest::Approx(0.042));
-  CHECK(run.simulated_seconds == doctest::Approx(200.026));
 }

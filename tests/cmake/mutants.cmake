@@ -2,4 +2,5 @@
 # its mutants).
 radixkv_add_test(test_mutants
   SOURCES test_mutants_kv_store.cpp test_mutants_shared.cpp test_mutants_replay.cpp
-  LIBS radixkv_replay nlohmann_json::nlohmann_json)
+          test_mutants_cli.cpp
+  LIBS radixkv_cli radixkv_replay nlohmann_json::nlohmann_json)
