@@ -214,7 +214,7 @@ mutant sched-resume-drops-token sim/scheduler.cpp \
 # ---- tools/: cache-mode replay, engine-mode replay, latency and reports
 mutant replay-evict-whole-request tools/replay/cache_replay.cpp \
   "cache mode evicts the request's pages instead of the shortfall" \
-  'tree_->evict_pages(want - pool_.free_pages());' 'tree_->evict_pages(want);'
+  'tree_->evict_pages(need - pool_.free_pages());' 'tree_->evict_pages(need);'
 mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
   "cache mode does not count the pages it could not cache" \
   'result_.uncached_pages += want - got;' ''
