@@ -8,7 +8,9 @@
 #          --dir DIR (scratch directory to use and keep; a second run there rebuilds little).
 #
 # The tree (git's tracked files and untracked files that are not ignored) is copied once into a
-# scratch directory and built there (Release, CUDA off: no mutant touches it; ccache when present).
+# scratch directory and built there (Release; ccache when present). The CUDA backend and the Python
+# module are left out: no mutant touches them, and the module's pytest files would add minutes per
+# mutant to what the C++ suite already checks of the core.
 # The unmutated suite must pass first. Then, for each mutant: apply its one-line edit (an edit that
 # does not apply exactly once is an error that stops the run: a moved line must never pass for a
 # result), rebuild the test executables incrementally, run every test not labelled `slow` (each
@@ -147,7 +149,7 @@ done <"$tree_files"
 echo "mutate.sh: ${#selected[@]} mutants, scratch $scratch, -j$jobs"
 export CCACHE_BASEDIR=$src  # paths relative to the copy, so that cached objects serve any copy
 log=$scratch/build.log
-if ! (cd "$src" && BUILD_DIR=build CMAKE_ARGS="-DRADIXKV_CUDA=OFF" scripts/build.sh) >"$log" 2>&1; then
+if ! (cd "$src" && BUILD_DIR=build CMAKE_ARGS="-DRADIXKV_CUDA=OFF -DRADIXKV_BUILD_PYTHON=OFF" scripts/build.sh) >"$log" 2>&1; then
   tail -20 "$log" >&2
   die "the unmutated tree does not build (log: $log)"
 fi
@@ -165,7 +167,8 @@ doctest, plain, targets = {}, [], set()
 for test in json.load(sys.stdin)["tests"]:
     props = {p["name"]: p["value"] for p in test.get("properties", [])}
     command, slow = test["command"], "slow" in props.get("LABELS", [])
-    where = (props.get("WORKING_DIRECTORY", build), str(props.get("SKIP_RETURN_CODE", "")))
+    env = ["env", *props["ENVIRONMENT"]] if props.get("ENVIRONMENT") else []  # as ctest sets it
+    where = (props.get("WORKING_DIRECTORY", build), str(props.get("SKIP_RETURN_CODE", "")), env)
     if not slow:
         targets.update(os.path.basename(word) for word in command
                        if word.startswith(build + "/") and os.access(word, os.X_OK))
@@ -183,8 +186,9 @@ for exe, run in doctest.items():
         if run["slow"]:
             command.append("--test-case-exclude=" + ",".join(run["slow"]))
         plain.append((os.path.basename(exe), run["where"], command, "doctest"))
-for name, (dir, skip), command, *kind in plain:
-    print("run", *map(shlex.quote, [name, dir, skip, (kind or ["plain"])[0], shlex.join(command)]))
+for name, (dir, skip, env), command, *kind in plain:
+    print("run", *map(shlex.quote,
+                      [name, dir, skip, (kind or ["plain"])[0], shlex.join(env + command)]))
 for target in sorted(targets):
     print("target", shlex.quote(target))
 ' "$src/build" >"$suite"
