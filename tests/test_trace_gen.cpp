@@ -159,26 +159,3 @@ TEST_CASE("gen: impossible settings name their flag") {
   CHECK_THROWS_WITH_AS(Distribution::parse("gauss:1", "--answer-tokens"),
                        doctest::Contains("--answer-tokens"), UsageError);
 }
-
-TEST_CASE("token expansion: the memo never changes the tokens") {
-  GenConfig config = small_config(21);
-  config.conversations = 60;
-  const Trace trace = parse_native(generate_native(config), "gen");
-  // Memo off (every content is longer than a limit of 0), tiny (dropped very often), default.
-  TokenExpander plain(trace, 0), tiny(trace, 3000), normal(trace);
-  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
-    CAPTURE(i);
-    const auto want = plain.expand(i);
-    const std::vector<TokenId> expected(want.begin(), want.end());
-    REQUIRE(expected.size() == trace.requests[i].input_tokens);
-    const auto a = tiny.expand(i);
-    const auto b = normal.expand(i);
-    CHECK(std::equal(a.begin(), a.end(), expected.begin(), expected.end()));
-    CHECK(std::equal(b.begin(), b.end(), expected.begin(), expected.end()));
-  }
-  // The tokens are content_token(key, j), computed here without the expander.
-  const TraceRequest& first = trace.requests[0];
-  const Segment s = trace.segments_of(first)[0];
-  const auto tokens = plain.expand(0);
-  for (uint32_t j = 0; j < s.length; ++j) CHECK(tokens[j] == content_token(s.key, j));
-}

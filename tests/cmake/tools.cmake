@@ -1,6 +1,7 @@
 # Tests of tools/: trace readers and generator, cache-mode replay, the radixkv command line.
 radixkv_add_test(test_trace
   SOURCES test_trace_readers.cpp test_trace_formats.cpp test_trace_gen.cpp
+          test_token_fill.cpp
   LIBS radixkv_trace)
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
@@ -14,6 +15,7 @@ target_compile_definitions(test_cli PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixk
 add_dependencies(test_cli radixkv)
 
 radixkv_add_test(test_cli_budget SOURCES test_cli_budget.cpp LIBS radixkv_cli)
+radixkv_add_test(test_cli_jobs SOURCES test_cli_jobs.cpp LIBS radixkv_cli)
 
 # Generates a 1 GB trace and replays it: minutes, and 1.1 GB in the temp folder.
 radixkv_add_test(test_memory SOURCES test_memory.cpp LABELS slow)

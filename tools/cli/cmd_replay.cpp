@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <ostream>
 
@@ -23,6 +24,7 @@
 #include "tools/replay/belady_policy.h"
 #include "tools/replay/cache_replay.h"
 #include "tools/replay/host_tier_report.h"
+#include "tools/replay/parallel_cells.h"
 #include "tools/replay/replay_report.h"
 #include "tools/replay/sweep_plot.h"
 #include "tools/trace/trace_generator.h"
@@ -68,6 +70,7 @@ struct ReplayFlags {
   uint64_t capacity_tokens = kDefaultCapacityTokens, cache_bytes = 0, pool_bytes = 0;
   std::string high_watermark, low_watermark;
   bool json = false, skip_bad = false, no_progress = false;
+  uint64_t jobs = default_jobs();
   EngineFlags engine;
   TierFlags tiers;
   RemoteFlags remote;
@@ -122,6 +125,10 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   cli.flag("--skip-bad", f.skip_bad,
            "skip malformed trace records (and count them) instead of stopping");
   cli.flag("--no-progress", f.no_progress, "no progress bar, even on a terminal");
+  cli.count("--jobs", f.jobs, "N",
+            "replays of a sweep or of several policies run at once, each on its own tree; the "
+            "output is the same for every N (default: the machine's cores)",
+            1, 4096);
   declare_engine_flags(cli, f.engine);
   declare_tier_flags(cli, f.tiers);
   declare_remote_flags(cli, f.remote);
@@ -192,7 +199,7 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   }
   const bool engine = f.mode == "engine";
   if (engine) {
-    for (const char* flag : {"--sweep", "--plot"}) {
+    for (const char* flag : {"--sweep", "--plot", "--jobs"}) {
       if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
     }
     if (f.policy == kBeladyPolicyName) {
@@ -363,11 +370,11 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
     const Activity activity("building the Belady bound's index of next uses");
     belady_index = std::make_shared<const NextUseIndex>(trace, plan.layout.page_tokens);
   }
-  std::vector<ReplayResult> results;
+  std::vector<CacheReplayConfig> cells;
   for (const std::string& policy : plan.policies) {
     for (const HostTierReplayConfig& host : plan.hosts) {
       for (std::size_t c = 0; c < plan.capacities.size(); ++c) {
-        CacheReplayConfig config;
+        CacheReplayConfig& config = cells.emplace_back();
         config.host = host;
         config.layout = plan.layout;
         config.model = f.model;
@@ -376,14 +383,36 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.low_watermark = plan.watermarks[c].low;
         config.policy = policy;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
-        config.progress = std::ref(progress);
-        config.remote = remote;
-        const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
-                                            trace.source, policy, config.capacity_pages));
-        results.push_back(replay_cache(trace, config));
+        config.remote = remote;  // one cell only: --remote is refused with --sweep
       }
     }
   }
+  std::vector<ReplayResult> results(cells.size());
+  const unsigned jobs = static_cast<unsigned>(std::min<uint64_t>(f.jobs, cells.size()));
+  if (jobs <= 1) {
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      cells[i].progress = std::ref(progress);
+      const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
+                                          trace.source, cells[i].policy, cells[i].capacity_pages));
+      results[i] = replay_cache(trace, cells[i]);
+    }
+    return results;
+  }
+  // One bar for all cells: the requests every cell has done, under a lock.
+  std::mutex progress_lock;
+  std::vector<std::size_t> done(cells.size(), 0);
+  std::size_t done_total = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    cells[i].progress = [&, i](std::size_t cell_done, std::size_t total) {
+      const std::lock_guard lock(progress_lock);
+      done_total += cell_done - done[i];
+      done[i] = cell_done;
+      progress(done_total, total * cells.size());
+    };
+  }
+  const Activity activity(fmt::format("replaying {} in cache mode ({} replays, {} at a time)",
+                                      trace.source, cells.size(), jobs));
+  run_cells(cells.size(), jobs, [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
   return results;
 }
 

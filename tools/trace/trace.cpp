@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace radixkv::tools {
 
@@ -35,11 +36,21 @@ uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id) {
   return splitmix64(base ^ splitmix64(id));
 }
 
+void fill_content(uint64_t key, uint32_t begin, uint32_t length, TokenId* out) {
+  // The 3-token pattern, 8 times over, written as one fixed-size block at a time: the compiler
+  // turns each into a few vector stores, so filling costs about what a memset would.
+  constexpr uint32_t kBlock = 24;
+  TokenId pattern[kBlock];
+  for (uint32_t k = 0; k < kBlock; ++k) pattern[k] = content_token(key, begin + k);
+  uint32_t j = 0;
+  for (; j + kBlock <= length; j += kBlock) std::memcpy(out + j, pattern, sizeof pattern);
+  for (uint32_t k = 0; j < length; ++j, ++k) out[j] = pattern[k];
+}
+
 void append_content(uint64_t key, uint32_t begin, uint32_t length, std::vector<TokenId>& out) {
   const std::size_t start = out.size();
   out.resize(start + length);
-  TokenId* dst = out.data() + start;
-  for (uint32_t j = 0; j < length; ++j) dst[j] = content_token(key, begin + j);
+  fill_content(key, begin, length, out.data() + start);
 }
 
 uint64_t Trace::input_tokens() const {
@@ -131,47 +142,27 @@ uint32_t TraceBuilder::add(TraceRequest request, std::span<const Segment> segmen
   return static_cast<uint32_t>(trace_.requests.size() - 1);
 }
 
-void TokenExpander::append(uint64_t key, uint32_t length) {
-  if (length < kMinMemoTokens || length > memo_limit_) {
-    append_content(key, 0, length, tokens_);
-    return;
-  }
-  const auto found = memo_.find(key);
-  std::vector<TokenId>* memo = found == memo_.end() ? nullptr : &found->second;
-  if (memo == nullptr || memo->size() < length) {
-    const uint64_t have = memo ? memo->size() : 0;
-    if (memo_size_ + length - have > memo_limit_) {
-      memo_.clear();
-      memo_size_ = 0;
-      memo = nullptr;
-    }
-    if (memo == nullptr) memo = &memo_[key];
-    const auto begin = static_cast<uint32_t>(memo->size());
-    append_content(key, begin, length - begin, *memo);
-    memo_size_ += length - begin;
-  }
-  tokens_.insert(tokens_.end(), memo->begin(), memo->begin() + length);
-}
-
 std::span<const TokenId> TokenExpander::expand(std::size_t index, uint64_t limit) {
   chain_.clear();
   for (uint32_t i = static_cast<uint32_t>(index); i != kNoParent; i = trace_.requests[i].parent) {
     chain_.push_back(i);
   }
   const uint64_t want = std::min<uint64_t>(trace_.requests[index].input_tokens, limit);
-  tokens_.clear();
-  tokens_.reserve(want);
+  // The buffer only grows, so it is zeroed once, not before every prompt is written over it.
+  if (tokens_.size() < want) tokens_.resize(want);
+  uint64_t filled = 0;
   // Oldest ancestor first: its segments, its answer, then the next generation.
   const auto take = [&](uint64_t key, uint32_t length) {
-    const uint64_t room = want - tokens_.size();
-    if (room > 0) append(key, static_cast<uint32_t>(std::min<uint64_t>(length, room)));
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>(length, want - filled));
+    fill_content(key, 0, n, tokens_.data() + filled);
+    filled += n;
   };
-  for (auto it = chain_.rbegin(); it != chain_.rend() && tokens_.size() < want; ++it) {
+  for (auto it = chain_.rbegin(); it != chain_.rend() && filled < want; ++it) {
     const TraceRequest& r = trace_.requests[*it];
     for (const Segment& s : trace_.segments_of(r)) take(s.key, s.length);
     if (*it != index) take(answer_key(r), r.output_tokens);
   }
-  return tokens_;
+  return {tokens_.data(), filled};
 }
 
 }  // namespace radixkv::tools

@@ -2,9 +2,9 @@
 //
 // A request's prompt is described, not stored: it is its parent's prompt, then its parent's
 // answer, then its own segments, where a segment is `length` tokens of some content `key`. Token j
-// of content k is content_token(k, j), a fixed mixing function into [0, 2^31), so equal keys give
-// equal tokens and the whole trace expands deterministically. This keeps a 61M-token Mooncake
-// trace at a few MB and lets multi-turn chats, branches and agent loops share prefixes exactly.
+// of content k is content_token(k, j) (below), so equal keys give equal tokens and the whole trace
+// expands deterministically. This keeps a 61M-token Mooncake trace at a few MB and lets multi-turn
+// chats, branches and agent loops share prefixes exactly.
 //
 // Invariants (TraceBuilder checks them; readers build through it):
 //   - a parent is an earlier request (parent < own index), so trace order can expand every prompt;
@@ -60,11 +60,26 @@ enum class ContentDomain : uint64_t {
   kUnique = 5,         // tokens no other request has (an agentic prompt's partial last block)
 };
 
+// Injective in `id` for a given domain and salt (splitmix64 is a bijection of 64-bit words), so
+// distinct block ids of one trace never share a key.
 uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id);
-// Token j of content `key`, in [0, 2^31).
+
+// Token j of content `key`, in [0, 2^31): a cheap fill, not a hash, since a replay only needs
+// tokens to be equal exactly where contents are. The key is cut into three 29-bit chunks
+// (3 * 29 >= 64) and token j holds chunk j % 3, tagged with j % 3 in bits 29-30:
+//   - equal keys give equal tokens at equal offsets;
+//   - any 3 consecutive tokens of one content hold all of its key, so two contents' runs of 3 or
+//     more tokens at the same offsets are equal only when their keys are: a page of >= 3 tokens
+//     inside a block never equals a page of another block;
+//   - tokens of different phases (j % 3) never collide, whatever the keys.
+// Expanding is then a 3-token pattern repeated, about the cost of a memset.
 inline TokenId content_token(uint64_t key, uint32_t j) {
-  return static_cast<TokenId>(splitmix64(key + (uint64_t{j} + 1) * 0xD1B54A32D192ED03ull) >> 33);
+  const uint32_t phase = j % 3;
+  const auto chunk = static_cast<uint32_t>((key >> (29 * phase)) & ((1u << 29) - 1));
+  return static_cast<TokenId>((phase << 29) | chunk);
 }
+// Writes tokens [begin, begin + length) of content `key` to out[0, length).
+void fill_content(uint64_t key, uint32_t begin, uint32_t length, TokenId* out);
 // Appends tokens [begin, begin + length) of content `key`.
 void append_content(uint64_t key, uint32_t begin, uint32_t length, std::vector<TokenId>& out);
 
@@ -155,33 +170,18 @@ class TraceBuilder {
 
 // Expands prompts into token ids, reusing its buffers: one request at a time, never the whole
 // trace at once. The output holds the request's first min(input_tokens, limit) tokens: a caller
-// that can never look past a point (cache mode, past its capacity) expands no further.
-//
-// Prompts re-expand the same content again and again (a system prompt in every conversation,
-// every earlier turn in each new one), so contents of at least kMinMemoTokens tokens are kept
-// expanded in a memo (8 MiB by default) and copied from there. The memo holds at most
-// `memo_tokens` tokens and is dropped whole when it would grow past that. The output never depends
-// on it; on a multi-turn trace it makes expansion about 3x faster, on Mooncake (blocks mostly used
-// once or twice) it costs a few hundredths of a second.
+// that can never look past a point (cache mode, past its capacity) expands no further. Each
+// content is filled in place (append_content), which costs about what copying it would, so no
+// content is kept expanded between requests.
 class TokenExpander {
  public:
-  static constexpr uint32_t kMinMemoTokens = 64;
-  static constexpr uint64_t kDefaultMemoTokens = uint64_t{1} << 21;  // 8 MiB of tokens
-
-  explicit TokenExpander(const Trace& trace, uint64_t memo_tokens = kDefaultMemoTokens)
-      : trace_(trace), memo_limit_(memo_tokens) {}
+  explicit TokenExpander(const Trace& trace) : trace_(trace) {}
   std::span<const TokenId> expand(std::size_t index, uint64_t limit = UINT64_MAX);
 
  private:
-  // Appends the first `length` tokens of content `key`.
-  void append(uint64_t key, uint32_t length);
-
   const Trace& trace_;
   std::vector<uint32_t> chain_;
   std::vector<TokenId> tokens_;
-  std::unordered_map<uint64_t, std::vector<TokenId>> memo_;
-  uint64_t memo_size_ = 0;
-  uint64_t memo_limit_;
 };
 
 }  // namespace radixkv::tools

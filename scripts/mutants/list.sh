@@ -1,0 +1,275 @@
+# The kept mutants of scripts/mutate.sh (sourced by it; not a script of its own).
+#
+#   mutant ID FILE DESCRIPTION OLD NEW
+# replaces the text OLD, which must occur exactly once in FILE, by NEW: a one-line bug of the kind
+# a careful person still writes. When the code moves on and OLD no longer occurs exactly once,
+# mutate.sh stops and names the mutant: update OLD to the same bug in the new code (never drop a
+# mutant because it is awkward to kill). Ids begin with their area.
+# shellcheck shell=bash disable=SC2016  # the texts are code, not expansions
+
+# ---- radix/
+mutant radix-split-hits radix/radix_tree.cpp \
+  "a split does not carry the node's hit count to the new upper node" \
+  'upper->hits = node->hits;' ''
+mutant radix-split-inserted-at radix/radix_tree.cpp \
+  "a split gives the upper node a fresh creation time (fifo, sieve order)" \
+  'upper->inserted_at = node->inserted_at;' ''
+mutant radix-split-prefix-pages radix/radix_tree.cpp \
+  "a split leaves the lower node's depth (prefix_pages) where it was" \
+  'node->prefix_pages += upper_pages;' ''
+mutant radix-partial-page-match radix/radix_tree.cpp \
+  "a match that ends inside a page counts that page as matched" \
+  'const uint32_t same_pages = same / page_tokens_;' 'const uint32_t same_pages = (same + page_tokens_ - 1) / page_tokens_;'
+mutant radix-touch-priority radix/radix_tree.cpp \
+  "an access does not record its priority on the path" \
+  'x->priority = hint.priority;' ''
+mutant radix-lock-keeps-linked radix/radix_tree.cpp \
+  "locking a node leaves it linked in the policy (evictable while pinned)" \
+  'if (x->lock_count_++ == 0) {' 'if (x->lock_count_++ == 0 && false) {'
+mutant radix-unlock-no-relink radix/radix_tree.cpp \
+  "an unlocked leaf is never offered to the policy again" \
+  'if (device_evictable(x)) policy_->add(*x);' ''
+mutant radix-parent-not-offered radix/radix_tree.cpp \
+  "a parent whose last child was removed is not offered to the policy" \
+  'if (!parent->is_root() && parent->is_leaf() && parent->lock_count_ == 0) policy_->add(*parent);' ''
+mutant radix-evict-one-short radix/radix_tree.cpp \
+  "evict_pages(n) releases one page fewer than asked" \
+  'for (; released < n; ++released) {' 'for (; released + 1 < n; ++released) {'
+mutant radix-child-erase-shift radix/child_table.cpp \
+  "backward-shift deletion also moves an entry whose home lies right after the hole" \
+  'const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);' 'const bool home_after_hole = ((i - home) & mask) <= ((i - hole) & mask);'
+
+# ---- radix/: the host tier and the page hashes
+mutant tier-host-stale-access radix/radix_tiers.cpp \
+  "the host policy never sees a node's later accesses (host eviction by a stale recency)" \
+  'entry.last_access = node->last_access;' ''
+mutant tier-writeback-drops-newest radix/radix_tiers.cpp \
+  "short of host room, write-back drops the newest victims and keeps the oldest on the host" \
+  'if (!on_host && to_drop == 0 && used < fresh.size()) {' 'if (!on_host && used < fresh.size()) {'
+mutant tier-writeback-copy-reversed radix/radix_tiers.cpp \
+  "write-back copies the host page onto the device page instead of the device page to the host" \
+  'h.transfers.push_back({page, copy});' 'h.transfers.push_back({copy, page});'
+mutant tier-load-ticket-forgotten radix/radix_tiers.cpp \
+  "a node loaded from the host does not remember its load's ticket (a second match may read it early)" \
+  'if (ticket != 0) host.load_ticket = ticket;' ''
+mutant page-hash-chain-first-page radix/radix_events.cpp \
+  "a node's first page chains on its parent's first page instead of the parent's last" \
+  ': page_hash(parent, parent->num_pages() - 1);' ': page_hash(parent, 0);'
+
+# ---- eviction/: every policy, the budget and the allocator
+mutant lru-add-insertion-order eviction/lru_policy.h \
+  "lru ranks a newly linked leaf by its creation instead of its last access" \
+  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+mutant lfu-ties-insertion eviction/lfu_policy.cpp \
+  "lfu breaks ties between equal hit counts by insertion order instead of recency" \
+  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+mutant lfu-access-not-rekeyed eviction/lfu_policy.cpp \
+  "lfu does not re-key a linked leaf that is hit" \
+  'if (contains(entry)) relink(entry, key);' '(void)entry;'
+mutant fifo-rank-last-access eviction/fifo_policy.h \
+  "fifo orders by last access (an lru) instead of creation" \
+  'entry.rank = entry.inserted_at;' 'entry.rank = entry.last_access;'
+mutant slru-demote-old-stamp eviction/slru_policy.cpp \
+  "slru demotion keeps the entry's old stamp instead of giving it the demotion time" \
+  'e.rank = newest_tick_;' ''
+mutant slru-promote-third-hit eviction/slru_policy.cpp \
+  "slru promotes to protected only on the third access" \
+  'entry.hits >= 2 ? kProtected' 'entry.hits >= 3 ? kProtected'
+mutant slru-no-demotion eviction/slru_policy.cpp \
+  "slru never demotes the protected excess" \
+  '  demote_excess();' ''
+mutant sieve-hand-restarts eviction/sieve_policy.cpp \
+  "the sieve hand restarts from the oldest entry on every victim" \
+  'hand_ = it->rank;' 'hand_ = 0;'
+mutant sieve-new-visited eviction/sieve_policy.h \
+  "sieve marks an entry visited on its creation, not only on a later hit" \
+  'if (entry.hits >= 2) entry.visited = true;' 'if (entry.hits >= 1) entry.visited = true;'
+mutant priority-never-expires eviction/priority_policy.cpp \
+  "priorities never fall back to 35 after the retention" \
+  '  demote_expired();' ''
+mutant priority-highest-first eviction/priority_policy.cpp \
+  "the highest priority is evicted first instead of the lowest" \
+  'return static_cast<uint8_t>(std::clamp(entry.priority, kMinPriority, kMaxPriority));' 'return static_cast<uint8_t>(kMaxPriority - std::clamp(entry.priority, kMinPriority, kMaxPriority));'
+mutant gdsf-no-inflation eviction/gdsf_policy.cpp \
+  "gdsf's inflation L never rises, so old entries never age out" \
+  'if (entry != nullptr) inflation_ = std::max(inflation_, entry->score);' ''
+mutant gdsf-cost-ignores-depth eviction/gdsf_policy.cpp \
+  "gdsf prices a page without the attention over the prefix above it" \
+  'static_cast<double>(entry.prefix_pages) + entry.pages / 2.0;' 'entry.pages / 2.0;'
+mutant reuse-unclamped-shift eviction/reuse_policy.cpp \
+  "reuse trusts a class's shift beyond +-limit * tau" \
+  'std::clamp(std::log(reuse_chance(cls) / average), -limit_, limit_)' 'std::log(reuse_chance(cls) / average)'
+mutant reuse-ranks-by-rate eviction/reuse_policy.cpp \
+  "reuse ranks classes by their rate instead of their chance of a reuse within tau" \
+  'return -std::expm1(-rate(cls) * tau());' 'return rate(cls) * tau();'
+mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
+  "reuse counts a second access at the same instant (match, then insert) as a reuse" \
+  'if (entry.visited && entry.last_access_s > entry.stamp) {' 'if (entry.visited && entry.last_access_s >= entry.stamp) {'
+mutant budget-low-is-high eviction/cache_budget.cpp \
+  "the watermark evicts down to high instead of low" \
+  'low_pages_ = std::min(high_pages_, scaled(config.low_watermark));' 'low_pages_ = high_pages_;'
+mutant budget-evict-whole-request eviction/cache_budget.cpp \
+  "allocation evicts the whole request's pages instead of the shortfall" \
+  'evictor_.evict_pages(n - pool_.free_pages());' 'evictor_.evict_pages(n);'
+
+# ---- kv_store/
+mutant pool-free-at-one kv_store/page_pool.cpp \
+  "a page returns to the free list when its last-but-one reference goes" \
+  'check_held(page, "release");
+  if (--count(page) == 0)' 'check_held(page, "release");
+  if (--count(page) <= 1)'
+mutant pool-exact-fit-refused kv_store/page_pool.cpp \
+  "allocating exactly the free pages is refused" \
+  'if (n > free_list_.size()) return false;' 'if (n >= free_list_.size()) return false;'
+mutant pool-list-release-no-undo kv_store/page_pool.cpp \
+  "a refused list release does not restore the references it already dropped" \
+  'for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);' ''
+mutant pool-peak-not-tracked kv_store/page_pool.cpp \
+  "the pool's peak use is never recorded" \
+  'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
+mutant pool-partition-ids-from-zero kv_store/page_pool.cpp \
+  "a partition numbers its free pages from 0 instead of from its first id" \
+  'free_list_[i] = end_page() - 1 - i;' 'free_list_[i] = capacity_ - 1 - i;'
+
+# ---- runtime/: the adapter
+mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
+  "admit tells the model to start at position 0 after a reused prefix (mistral.rs)" \
+  'result.position_offset = match.tokens;' 'result.position_offset = 0;'
+mutant runtime-match-whole-prompt runtime/prefix_cache_runtime.cpp \
+  "admit may reuse the whole prompt, leaving no token to compute" \
+  '(prompt_tokens - 1) / page_tokens_ * page_tokens_' 'prompt_tokens / page_tokens_ * page_tokens_'
+mutant runtime-match-not-retained runtime/prefix_cache_runtime.cpp \
+  "admit shares the matched pages without taking a reference on them" \
+  'for (PageId page : s.block_table) pool_.retain(page);' ''
+mutant runtime-commit-no-watermark runtime/prefix_cache_runtime.cpp \
+  "commit skips the high/low watermark enforcement" \
+  'if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();' ''
+mutant runtime-commit-partial-page runtime/prefix_cache_runtime.cpp \
+  "commit caches a partly computed last page" \
+  'const uint32_t full_pages = s.computed_tokens / page_tokens_;' 'const uint32_t full_pages = (s.computed_tokens + page_tokens_ - 1) / page_tokens_;'
+mutant runtime-keeps-duplicates runtime/prefix_cache_runtime.cpp \
+  "commit releases a duplicate page but keeps it in the block table" \
+  '      s.block_table[i] = canonical;' ''
+mutant runtime-finish-caches-nothing runtime/prefix_cache_runtime.cpp \
+  "finish caches nothing that was not committed before" \
+  'const CommitResult result = insert_computed(s);
+  release_sequence(s, SeqState::kFinished);' 'const CommitResult result{};
+  release_sequence(s, SeqState::kFinished);'
+mutant runtime-abort-no-watermark runtime/prefix_cache_runtime.cpp \
+  "abort does not evict what a pinned commit could not" \
+  'stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish' ''
+mutant runtime-decode-page-early runtime/prefix_cache_runtime.cpp \
+  "decode takes a new page one token before the last one is full" \
+  'if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {' 'if (s.tokens.size() + 1 == size_t{s.block_table.size()} * page_tokens_) {'
+mutant runtime-stale-handle runtime/prefix_cache_runtime.cpp \
+  "a handle from a slot's earlier generation is taken for the current one" \
+  'if (s.generation != seq.generation) {' 'if (s.generation < seq.generation) {'
+mutant runtime-no-pending-load runtime/prefix_cache_runtime.cpp \
+  "admit hands out no ticket for pages another request's load is still copying" \
+  'ticket = tree_.pending_load(match.node);' 'ticket = 0;'
+
+# ---- runtime/: SharedRuntime
+mutant shared-budget-remainder runtime/shared_runtime.cpp \
+  "SharedRuntime's per-shard budget drops the remainder page" \
+  'config.cache_bytes % capacity_pages * pages / capacity_pages;' '0;'
+mutant shared-pool-remainder runtime/shared_runtime.cpp \
+  "SharedRuntime's shards leave the remainder pages of the pool out" \
+  'capacity_pages / shards + (i < capacity_pages % shards ? 1 : 0);' 'capacity_pages / shards;'
+mutant shared-one-shard runtime/shared_runtime.cpp \
+  "SharedRuntime puts every namespace on shard 0" \
+  '0x9E3779B97F4A7C15ull >> 32) % shards_.size());' '0x9E3779B97F4A7C15ull >> 32) % 1);'
+
+# ---- sim/: the reference scheduler
+mutant sched-no-decode-reserve sim/scheduler.cpp \
+  "admission reserves no page of decode room for the running requests" \
+  '- cached / page_tokens_ + running_.size();' '- cached / page_tokens_;'
+mutant sched-protect-late sim/scheduler.cpp \
+  "protection starts one preemption late (max_preemptions + 1)" \
+  'return e.preemptions >= config_.max_preemptions ? kMaxPriority + 1' 'return e.preemptions >= config_.max_preemptions + 1 ? kMaxPriority + 1'
+mutant sched-preempt-no-commit sim/scheduler.cpp \
+  "a preempted request's computed pages are not committed to the cache" \
+  'runtime_.commit(e.seq, runtime_.view(e.seq).computed_tokens);' ''
+mutant sched-readmit-hits-twice sim/scheduler.cpp \
+  "a re-admitted request counts its hit tokens a second time" \
+  '++stats_.readmitted;' '++stats_.readmitted; stats_.hit_tokens += r.reused_tokens;'
+mutant sched-victim-oldest sim/scheduler.cpp \
+  "preemption picks the oldest admission among equal priorities" \
+  '(effective(e) == effective(v) && e.admitted_at > v.admitted_at)' '(effective(e) == effective(v) && e.admitted_at < v.admitted_at)'
+mutant sched-urgent-late sim/scheduler.cpp \
+  "a waiting request becomes urgent one preemption late" \
+  'return e.preemptions >= config_.max_preemptions ||' 'return e.preemptions > config_.max_preemptions ||'
+mutant sched-lpm-urgent-last sim/scheduler.cpp \
+  "lpm examines urgent requests last instead of first" \
+  'if (a.urgent != b.urgent) return a.urgent;' 'if (a.urgent != b.urgent) return b.urgent;'
+mutant sched-share-holds-urgent sim/scheduler.cpp \
+  "in-batch sharing holds an urgent request behind a leader" \
+  'key != 0 && !urgent && sharing_.contains(key)' 'key != 0 && sharing_.contains(key)'
+mutant sched-budget-not-spent sim/scheduler.cpp \
+  "prefill chunks do not spend the step's token budget" \
+  '  budget -= chunk;' ''
+mutant sched-resume-drops-token sim/scheduler.cpp \
+  "a preempted request resumes without its last sampled answer token" \
+  'e.request.answer.begin() + e.sampled);' 'e.request.answer.begin() + e.sampled - 1);'
+
+# ---- tools/: cache-mode replay, engine-mode replay, latency and reports
+mutant replay-evict-whole-request tools/replay/cache_replay.cpp \
+  "cache mode evicts the request's pages instead of the shortfall" \
+  'tree_->evict_pages(need - pool_.free_pages());' 'tree_->evict_pages(need);'
+mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
+  "cache mode does not count the pages it could not cache" \
+  'result_.uncached_pages += want - got;' ''
+mutant replay-never-unlocks tools/replay/cache_replay.cpp \
+  "cache mode never unlocks a request's matched path" \
+  '  tree_->unlock(match.node);' ''
+mutant percentile-rank-above tools/replay/percentile.h \
+  "percentiles (call latencies and TTFT) are one rank too high" \
+  'return rank == 0 ? 1 : rank;' 'return rank == 0 ? 1 : rank < n ? rank + 1 : rank;'
+mutant percentile-rank-below tools/replay/percentile.h \
+  "percentiles (call latencies and TTFT) are one rank too low" \
+  'return rank == 0 ? 1 : rank;' 'return rank <= 1 ? 1 : rank - 1;'
+mutant engine-ttft-from-start tools/replay/engine_replay.cpp \
+  "TTFT is measured from the first arrival instead of the request's own" \
+  'ttft_.push_back(now_ - trace_.requests[id].arrival_s);' 'ttft_.push_back(now_ - arrival(0));'
+mutant engine-ttft-max-is-min tools/replay/engine_replay.cpp \
+  "the largest TTFT is read from the wrong end of the sorted list" \
+  'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();' 'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.front();'
+mutant report-json-evictions tools/replay/replay_report.cpp \
+  "the JSON report's evictions are the emptied leaves, not the pages" \
+  '{"evictions", r.evicted_pages},' '{"evictions", r.evicted_nodes},'
+mutant report-digit-groups tools/replay/replay_report.cpp \
+  "numbers in the text report are grouped off by one digit" \
+  'if (i > 0 && (digits.size() - i) % 3 == 0) out += ' 'if (i > 0 && (digits.size() - i - 1) % 3 == 0) out += '
+mutant engine-report-p90 tools/replay/engine_report.cpp \
+  "the engine report prints p50 as TTFT p90" \
+  'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p90_s); });' 'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p50_s); });'
+
+# ---- tools/: the command line's flags and the trace readers
+mutant cli-low-default-above-high tools/cli/budget.cpp \
+  "--high-watermark alone keeps the default low watermark even above the new high one" \
+  'out.low = low.value_or(std::min(defaults.low, out.high));' 'out.low = low.value_or(defaults.low);'
+mutant cli-watermark-size-rounds-down tools/cli/budget.cpp \
+  "a watermark given as a size becomes a fraction that may round to one page fewer" \
+  'while (std::floor(static_cast<double>(budget_pages) * fraction) < static_cast<double>(pages)) {' 'while (false) {'
+mutant trace-last-line-dropped tools/trace/trace_input.cpp \
+  "a last line without a newline is not read" \
+  'return eof_ && scanned > from ? std::optional(scanned) : std::nullopt;' 'return std::nullopt;'
+mutant trace-hash-ids-floor tools/trace/hash_id_reader.cpp \
+  "a hash-id record's partial last block is not counted among the blocks its input_length needs" \
+  '(uint64_t{r.input_tokens} + block_tokens_ - 1) / block_tokens_;' 'uint64_t{r.input_tokens} / block_tokens_;'
+
+# ---- tools/: Belady's bound
+mutant belady-next-use-self tools/replay/belady_policy.cpp \
+  "the next-use index names the request itself instead of the next one" \
+  '= uses[i + 1].request;' '= uses[i].request;'
+mutant belady-head-page tools/replay/belady_policy.cpp \
+  "belady keys a leaf by its first page's next use instead of its tail page's" \
+  'entry.prefix_pages + entry.pages - 1);' 'entry.prefix_pages);'
+mutant belady-no-revalidation tools/replay/belady_policy.cpp \
+  "belady trusts a victim's key after its tail was truncated" \
+  'if (next == first.rank) return &first;' 'return &first;'
+mutant belady-ignores-namespace tools/replay/belady_policy.cpp \
+  "belady's page identity ignores the namespace" \
+  'splitmix64(trace.requests[r].ns ^ 0x6265' 'splitmix64(0 ^ 0x6265'
+mutant belady-nearest-first tools/replay/belady_policy.h \
+  "belady evicts the page used soonest instead of the farthest" \
+  'return a.rank > b.rank; }' 'return a.rank < b.rank; }'
