@@ -43,3 +43,7 @@ target_compile_definitions(test_router_integration PRIVATE
   RADIXKV_ROUTER_BINARY="$<TARGET_FILE:radixkv-router>"
   RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
 add_dependencies(test_router_integration radixkv-router radixkv_event_script)
+
+# The runtime's own events: one batch per call; SharedRuntime with a batcher per shard (threads).
+radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp
+  LIBS radixkv_test_events radixkv_runtime Threads::Threads LABELS threads)
