@@ -103,6 +103,13 @@ struct TierConfig {
   HostTierConfig host;
   TierEvents* events = nullptr;  // told of every change of tiers; turns page hashes on
   bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
+
+  // No host tier; `events` told of every change (nullptr: nobody).
+  static TierConfig with_events(TierEvents* events) {
+    TierConfig tiers;
+    tiers.events = events;
+    return tiers;
+  }
 };
 
 using LoadTicket = CopyTicket;  // 0: nothing to wait for

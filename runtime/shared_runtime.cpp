@@ -10,7 +10,7 @@ struct SharedRuntime::Shard {
   Shard(PagePool& whole, uint32_t pages, const RuntimeConfig& config, TierEvents* events)
       : size{pages, config.cache_bytes},
         pool(whole, pages),
-        runtime(pool, config, TierConfig{.events = events}) {}
+        runtime(pool, config, TierConfig::with_events(events)) {}
   const ShardSize size;
   mutable std::mutex mutex;
   PagePool pool;  // a partition of the shared pool

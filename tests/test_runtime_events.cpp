@@ -49,7 +49,7 @@ TEST_CASE("runtime events: one batch per call, and the batches rebuild the tree 
     batches.push_back(std::move(b));
   });
   PagePool pool(KvLayout{1, 1, 4, 2, kPageTokens}, 48);
-  PrefixCacheRuntime runtime(pool, RuntimeConfig{}, TierConfig{.events = &batcher});
+  PrefixCacheRuntime runtime(pool, RuntimeConfig{}, TierConfig::with_events(&batcher));
 
   std::set<MediumBlock> held;
   size_t applied = 0;

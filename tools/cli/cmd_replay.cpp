@@ -17,6 +17,7 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/config_file.h"
 #include "tools/cli/engine_cli.h"
+#include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/tier_flags.h"
@@ -72,6 +73,7 @@ struct ReplayFlags {
   uint64_t jobs = default_jobs();
   EngineFlags engine;
   TierFlags tiers;
+  EventsFlags events;
 };
 
 void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
@@ -129,6 +131,7 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
             1, 4096);
   declare_engine_flags(cli, f.engine);
   declare_tier_flags(cli, f.tiers);
+  declare_events_flags(cli, f.events);
 }
 
 bool is_budget_flag(std::string_view flag) {
@@ -225,6 +228,11 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   if (budgets.size() > 1) {
     throw UsageError(fmt::format("{}: give one budget, not {} at once", budgets[0],
                                  fmt::join(budgets, " and ")));
+  }
+  check_events_flags(cli, f.events);
+  if (cli.given("--sweep") && cli.given("--kv-events")) {
+    throw UsageError(fmt::format("{}: one replay at a time publishes, not a --sweep",
+                                 cli.describe("--kv-events")));
   }
   if (!cli.given("--sweep")) {
     if (f.policy.find(',') != std::string::npos) {
@@ -350,7 +358,8 @@ Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions
 }
 
 std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& f,
-                                         const ReplayPlan& plan, ProgressBar& progress) {
+                                         const ReplayPlan& plan, ProgressBar& progress,
+                                         const ReplayHooks& hooks) {
   std::shared_ptr<const NextUseIndex> belady_index;
   if (std::find(plan.policies.begin(), plan.policies.end(), kBeladyPolicyName) !=
       plan.policies.end()) {
@@ -370,6 +379,8 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.low_watermark = plan.watermarks[c].low;
         config.policy = policy;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
+        config.events = hooks.events;  // one cell only (check_flags)
+        config.at_end = hooks.at_end;
       }
     }
   }
@@ -381,6 +392,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
       const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
                                           trace.source, cells[i].policy, cells[i].capacity_pages));
       results[i] = replay_cache(trace, cells[i]);
+      hooks.report(results[i]);
     }
     return results;
   }
@@ -399,6 +411,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
   const Activity activity(fmt::format("replaying {} in cache mode ({} replays, {} at a time)",
                                       trace.source, cells.size(), jobs));
   run_cells(cells.size(), jobs, [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
+  for (ReplayResult& result : results) hooks.report(result);
   return results;
 }
 
@@ -461,6 +474,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   // Everything about the command line is checked before the trace is read.
   check_flags(cli, f);
   const ReplayPlan plan = plan_replay(cli, f);
+  // Its sockets too: a bad endpoint is a bad command line.
+  std::optional<EventsOutput> events;
+  if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
 
   const auto load_start = std::chrono::steady_clock::now();
   const Trace trace = load_trace(cli, f, plan.read);
@@ -475,15 +491,31 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
 
   ProgressBar progress(err, env.interactive && !f.no_progress);
+  bool pages_dumped = true;
+  const ReplayHooks hooks{events ? events->events() : nullptr,
+                          [&](const RadixTree& tree) {
+                            if (cli.given("--dump-pages"))
+                              pages_dumped = dump_pages(tree, f.events.dump_pages, err);
+                          },
+                          [&](ReplayResult& result) {
+                            if (events) result.kv_events_published = events->published();
+                          }};
+  int status = kExitOk;
   if (plan.engine) {
     EngineReplayConfig config = *plan.engine;
     config.progress = std::ref(progress);
+    config.events = hooks.events;
+    config.at_end = hooks.at_end;
     const Activity activity(fmt::format("replaying {} in engine mode", trace.source));
-    return run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
-                             f.json, out, err);
+    status = run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
+                               f.json, out, err, hooks.report);
+  } else {
+    std::vector<ReplayResult> results = run_cache_mode(trace, f, plan, progress, hooks);
+    status = report_cache_mode(results, trace, cli, f, out, err);
   }
-  const std::vector<ReplayResult> results = run_cache_mode(trace, f, plan, progress);
-  return report_cache_mode(results, trace, cli, f, out, err);
+  out.flush();  // the report is out before the linger
+  const bool events_ok = !events || events->close(err);
+  return status == kExitOk && !(pages_dumped && events_ok) ? kExitFailure : status;
 }
 
 }  // namespace radixkv::tools

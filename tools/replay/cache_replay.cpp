@@ -94,6 +94,7 @@ class CacheReplayer {
     if (config.host.enabled()) add_host_tier();
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
+    if (config.events != nullptr) tree_->set_tier_events(config.events);
   }
 
   ReplayResult run();
@@ -209,6 +210,7 @@ void CacheReplayer::replay_request(std::size_t i) {
   result_.hit_tokens += match.tokens;
   result_.inserted_pages += got;
   result_.uncached_pages += want - got;
+  tree_->flush_events();  // the request's changes as one batch
 }
 
 ReplayResult CacheReplayer::run() {
@@ -237,6 +239,7 @@ void CacheReplayer::finish_run() {
     result_.host.final_cached_pages = tree_->host_cached_pages();
     if (result_.accounting_error.empty()) result_.accounting_error = check_host_identity(*tree_);
   }
+  if (config_.at_end) config_.at_end(*tree_);
   tree_.reset();  // releases the tree's reference on every page it still indexes
   result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
   if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();

@@ -40,6 +40,7 @@
 
 #include "eviction/eviction_policy.h"
 #include "kv_store/kv_layout.h"
+#include "radix/radix_tree.h"
 #include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
 #include "tools/trace/trace.h"
@@ -62,6 +63,11 @@ struct CacheReplayConfig {
   std::function<void(std::size_t)> before_request;
   // A host tier under the cache (tools/replay/host_tier.h): off unless its capacity is set.
   HostTierReplayConfig host;
+  // The replayed cache's tier events (radix/tier_events.h, e.g. an events::EventBatcher): every
+  // change of its pages, one flush per request; nullptr: none. Must outlive the replay.
+  TierEvents* events = nullptr;
+  // Called with the tree once the run is over, before it is torn down (its final pages).
+  std::function<void(const RadixTree&)> at_end;
   // Called every 256 requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

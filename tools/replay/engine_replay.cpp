@@ -100,18 +100,20 @@ std::string check_accounting(PrefixCacheRuntime& runtime) {
 // the cost model, the clock jumping to the next arrival when the engine is idle.
 class EngineRunner {
  public:
-  // `host`: the host tier under the pool (nullptr: none).
+  // `host`: the host tier under the pool (nullptr: none). `primary`: the run the report describes,
+  // which alone reports to config.events and config.at_end (not its baselines).
   EngineRunner(const Trace& trace, const EngineReplayConfig& config,
                const std::vector<uint32_t>& order, bool use_cache,
-               const HostTierReplayConfig* host = nullptr)
+               const HostTierReplayConfig* host = nullptr, bool primary = false)
       : trace_(trace),
         config_(config),
+        primary_(primary),
         order_(order),
         pool_(config.layout, static_cast<uint32_t>(config.pool_pages)),
         host_pages_(host_pages(pool_, trace, host)),
         runtime_(std::make_unique<PrefixCacheRuntime>(
             pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy},
-            tier_config(host, host_pages_.get()))),
+            tier_config(host, host_pages_.get(), primary ? config.events : nullptr))),
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
@@ -138,7 +140,8 @@ class EngineRunner {
   }
   static std::unique_ptr<HostTierPages> host_pages(const PagePool& pool, const Trace& trace,
                                                    const HostTierReplayConfig* host);
-  static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages);
+  static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
+                                TierEvents* events);
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
   uint64_t new_written_pages();
   void admitted(uint64_t id, const AdmitResult& r);
@@ -150,6 +153,7 @@ class EngineRunner {
 
   const Trace& trace_;
   const EngineReplayConfig& config_;
+  const bool primary_;
   const std::vector<uint32_t>& order_;
   PagePool pool_;
   std::unique_ptr<HostTierPages> host_pages_;  // outlives runtime_
@@ -184,8 +188,9 @@ std::unique_ptr<HostTierPages> EngineRunner::host_pages(const PagePool& pool, co
                                          std::min<uint64_t>(largest, pool.capacity_pages()));
 }
 
-TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages) {
-  TierConfig tiers;
+TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
+                                     TierEvents* events) {
+  TierConfig tiers = TierConfig::with_events(events);
   if (pages == nullptr) return tiers;
   tiers.host.pool = pages->pool.get();
   tiers.host.copier = pages->copier.get();
@@ -343,6 +348,7 @@ void EngineRunner::finish(CacheSide& side) {
     side.host.add_tree_stats(runtime_->tree().stats());
     side.host.final_cached_pages = runtime_->tree().host_cached_pages();
   }
+  if (primary_ && config_.at_end) config_.at_end(runtime_->tree());
   scheduler_.reset();
   runtime_.reset();  // the tree releases every page it still indexes
   side.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
@@ -377,7 +383,8 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   const std::vector<uint32_t> order = arrival_order(trace, engine.out_of_order);
   const bool host = config.host.enabled() && !config.no_cache;
   engine.run =
-      EngineRunner(trace, config, order, !config.no_cache, host ? &config.host : nullptr).run(side);
+      EngineRunner(trace, config, order, !config.no_cache, host ? &config.host : nullptr, true)
+          .run(side);
   // A baseline's leaks and accounting errors count as the primary run's.
   const auto baseline = [&](bool use_cache, const char* what) {
     CacheSide baseline_side;

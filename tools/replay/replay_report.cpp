@@ -95,6 +95,9 @@ std::string format_report_text(const ReplayResult& r) {
                    group_digits(static_cast<uint64_t>(r.requests_per_second())), r.cache_seconds));
   line("admit latency", latency_text(r.admit));
   line("finish latency", latency_text(r.finish));
+  if (r.kv_events_published) {
+    line("kv events", fmt::format("{} batches published", group_digits(*r.kv_events_published)));
+  }
   if (r.mode == "engine") out += format_engine_text(r.engine, r.input_tokens);
   return out;
 }
@@ -138,6 +141,7 @@ Json report_json(const ReplayResult& r) {
       {"finish_us", latency_json(r.finish)},
   };
   add_host_tier_json(out, r);
+  if (r.kv_events_published) out["kv_events_published"] = *r.kv_events_published;
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kv_store/kv_layout.h"
@@ -48,6 +49,9 @@ struct ReplayResult {
   LatencySummary finish;     // insert, unlock, release
 
   HostTierResult host;  // with a host tier only (host.enabled)
+  // Batches of KV events handed to the publisher (--kv-events); unset when not publishing.
+  std::optional<uint64_t> kv_events_published;
+
   EngineResult engine;  // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
 
   double hit_rate() const {
