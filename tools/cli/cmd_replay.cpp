@@ -15,6 +15,7 @@
 #include "tools/cli/activity.h"
 #include "tools/cli/budget.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/cluster_cli.h"
 #include "tools/cli/config_file.h"
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/events_flags.h"
@@ -74,6 +75,7 @@ struct ReplayFlags {
   EngineFlags engine;
   TierFlags tiers;
   EventsFlags events;
+  ClusterFlags cluster;
 };
 
 void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
@@ -87,7 +89,8 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
                         kMooncakeBlockTokens, kBailianBlockTokens),
             1, kMaxInputTokens);
   cli.text("--mode", f.mode, "NAME",
-           "cache (one request at a time, as published hit-rate curves) or engine");
+           "cache (one request at a time, as published hit-rate curves), engine, or cluster "
+           "(--workers engines behind a cache-aware router)");
   cli.count("--page-tokens", f.page_tokens, "N",
             fmt::format("tokens per KV page (default {})", kDefaultPageTokens), 1, kMaxPageTokens);
   cli.count("--capacity-tokens", f.capacity_tokens, "N",
@@ -132,6 +135,7 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   declare_engine_flags(cli, f.engine);
   declare_tier_flags(cli, f.tiers);
   declare_events_flags(cli, f.events);
+  declare_cluster_flags(cli, f.cluster);
 }
 
 bool is_budget_flag(std::string_view flag) {
@@ -193,11 +197,34 @@ void apply_config(CommandLine& cli, ReplayFlags& f) {
 
 // Refuses flags the mode does not read, and combinations that make no sense.
 void check_flags(const CommandLine& cli, const ReplayFlags& f) {
-  if (f.mode != "cache" && f.mode != "engine") {
-    throw UsageError(fmt::format("{}: unknown mode '{}' (known: cache, engine)",
+  if (f.mode != "cache" && f.mode != "engine" && f.mode != "cluster") {
+    throw UsageError(fmt::format("{}: unknown mode '{}' (known: cache, engine, cluster)",
                                  cli.describe("--mode"), f.mode));
   }
-  const bool engine = f.mode == "engine";
+  if (f.mode != "cluster") {
+    for (const std::string& flag : cluster_only_flags()) {
+      if (cli.given(flag)) {
+        throw UsageError(
+            fmt::format("{}: cluster mode only (add --mode cluster)", cli.describe(flag)));
+      }
+    }
+  } else if (cli.given("--kv-events")) {
+    throw UsageError(fmt::format(
+        "{}: not in cluster mode (its workers feed the router in process; run one `radixkv replay "
+        "--mode engine --kv-events ...` per worker and `radixkv router` to use sockets)",
+        cli.describe("--kv-events")));
+  } else if (cli.given("--no-cache")) {
+    throw UsageError(fmt::format("{}: not in cluster mode (compare with --route instead)",
+                                 cli.describe("--no-cache")));
+  } else if (host_tier_given(cli)) {
+    for (std::string_view flag : host_capacity_flags()) {
+      if (cli.given(flag)) {
+        throw UsageError(fmt::format("{}: not in cluster mode (its workers have no host tier)",
+                                     cli.describe(flag)));
+      }
+    }
+  }
+  const bool engine = f.mode != "cache";  // cluster mode runs engines too
   if (engine) {
     for (const char* flag : {"--sweep", "--plot", "--jobs"}) {
       if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
@@ -261,7 +288,8 @@ struct ReplayPlan {
   std::vector<HostTierReplayConfig>
       hosts;  // host tiers (capacity 0: none); one unless --sweep-host
   ReadOptions read;
-  std::optional<EngineReplayConfig> engine;
+  std::optional<EngineReplayConfig> engine;    // engine and cluster mode
+  std::optional<ClusterReplayConfig> cluster;  // cluster mode
 };
 
 KvLayout layout_of(const CommandLine& cli, const ReplayFlags& f) {
@@ -331,7 +359,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
     plan.capacities.push_back(pages_for_tokens(f.capacity_tokens, plan.layout, plan.budget_flag));
   }
   plan.hosts = host_tiers_of(cli, f.tiers, plan.layout);
-  const bool engine = f.mode == "engine";
+  const bool engine = f.mode != "cache";
   for (uint64_t pages : plan.capacities) {
     plan.watermarks.push_back(resolve_watermarks(
         f.high_watermark, f.low_watermark, engine ? kEngineWatermarks : kCacheWatermarks, pages,
@@ -344,6 +372,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
     plan.engine->high_watermark = plan.watermarks[0].high;
     plan.engine->low_watermark = plan.watermarks[0].low;
     plan.engine->host = plan.hosts[0];
+    if (f.mode == "cluster") plan.cluster = cluster_config(cli, f.cluster, *plan.engine);
   }
   return plan;
 }
@@ -501,7 +530,13 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
                             if (events) result.kv_events_published = events->published();
                           }};
   int status = kExitOk;
-  if (plan.engine) {
+  if (f.mode == "cluster") {
+    ClusterReplayConfig config = *plan.cluster;
+    config.engine.progress = std::ref(progress);
+    const Activity activity(fmt::format("replaying {} in cluster mode", trace.source));
+    status = run_cluster_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
+                                f.json, out, err);
+  } else if (plan.engine) {
     EngineReplayConfig config = *plan.engine;
     config.progress = std::ref(progress);
     config.events = hooks.events;

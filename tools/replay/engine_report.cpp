@@ -19,7 +19,9 @@ double ratio(uint64_t part, uint64_t whole) {
 
 using Json = nlohmann::ordered_json;
 
-void add_run_json(Json& out, const EngineRun& run) {
+}  // namespace
+
+void add_run_json(nlohmann::ordered_json& out, const EngineRun& run) {
   out["cache_enabled"] = run.cache;
   out["steps"] = run.steps;
   out["preemptions"] = run.preemptions;
@@ -39,8 +41,6 @@ void add_run_json(Json& out, const EngineRun& run) {
   out["output_tokens_per_second"] = run.output_tokens_per_second();
   out["requests_per_simulated_second"] = run.requests_per_second();
 }
-
-}  // namespace
 
 std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
   std::string out;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "tools/replay/cluster_report.h"
 #include "tools/replay/engine_report.h"
 #include "tools/replay/host_tier_report.h"
 #include "tools/trace/units.h"
@@ -99,6 +100,7 @@ std::string format_report_text(const ReplayResult& r) {
     line("kv events", fmt::format("{} batches published", group_digits(*r.kv_events_published)));
   }
   if (r.mode == "engine") out += format_engine_text(r.engine, r.input_tokens);
+  if (r.mode == "cluster") out += format_cluster_text(r.cluster);
   return out;
 }
 
@@ -143,6 +145,7 @@ Json report_json(const ReplayResult& r) {
   add_host_tier_json(out, r);
   if (r.kv_events_published) out["kv_events_published"] = *r.kv_events_published;
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
+  if (r.mode == "cluster") add_cluster_json(out, r.cluster);
   return out;
 }
 
