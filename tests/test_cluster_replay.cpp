@@ -110,7 +110,7 @@ TEST_CASE("cluster routing: every policy against the reference model, ties inclu
                   std::invalid_argument);
 }
 
-TEST_CASE("cluster replay: every decision of a replay is the model's, with the loads it saw") {
+TEST_CASE("cluster replay: every decision of a replay is the model's on what the router saw") {
   GenConfig gen;
   gen.conversations = 120;
   gen.seed = 9;
@@ -125,15 +125,22 @@ TEST_CASE("cluster replay: every decision of a replay is the model's, with the l
     REQUIRE(records.size() == trace.requests.size());
     uint64_t with_overlap = 0, routed_to_overlap = 0;
     std::vector<uint64_t> per_worker(3, 0);
+    std::vector<double> routed_blocks(3, 0.0);  // an upper bound of each worker's load
     for (size_t k = 0; k < records.size(); ++k) {
       const RouteRecord& r = records[k];
+      for (uint32_t w = 0; w < 3; ++w) {
+        // A load counts only requests routed there, unfinished; none routed there yet: 0.
+        CHECK(r.loads[w] <= routed_blocks[w] + 1e-6);
+        if (per_worker[w] == 0) CHECK(r.loads[w] == 0);
+      }
       REQUIRE(r.chosen == model_choice(policy, k, r.overlaps, r.loads, r.request_blocks, 2.0));
       CHECK(r.request_blocks == static_cast<double>(trace.requests[r.request].input_tokens) / 16.0);
       if (k > 0) CHECK(r.time >= records[k - 1].time);  // routed in arrival order
-      for (double load : r.loads) CHECK(load >= 0);
+      for (double load : r.loads) CHECK(load >= -1e-6);
       with_overlap += *std::max_element(r.overlaps.begin(), r.overlaps.end()) > 0;
       routed_to_overlap += r.overlaps[r.chosen] > 0;
       ++per_worker[r.chosen];
+      routed_blocks[r.chosen] += r.request_blocks;
     }
     CHECK(with_overlap > records.size() / 2);  // the index saw the workers' caches
     CHECK(result.cluster.routed_to_overlap == routed_to_overlap);

@@ -44,9 +44,7 @@ void add_cluster_json(nlohmann::ordered_json& out, const ClusterResult& c) {
   out["route"] = c.route;
   out["overlap_weight"] = c.overlap_weight;
   out["schedule"] = c.schedule;
-  out["cost_model"] = {{"prefill_s_per_token", c.cost.prefill_s_per_token},
-                       {"decode_s_per_step", c.cost.decode_s_per_step},
-                       {"decode_s_per_seq", c.cost.decode_s_per_seq}};
+  out["cost_model"] = cost_model_json(c.cost);
   out["routed_to_overlap"] = c.routed_to_overlap;
   out["event_batches"] = c.event_batches;
   out["load_imbalance"] = c.load_imbalance;
