@@ -180,9 +180,11 @@ TEST_CASE("events: a Python subscriber rebuilds a real `radixkv replay`'s final 
   const std::string trace = testing::scratch_path("chats.jsonl");
   ChildProcess gen(radixkv_argv({"gen", "--conversations", "300", "--seed", "5", "--out", trace}));
   REQUIRE(gen.wait(60s) == 0);
-  // Cache mode in one encoding, engine mode in the other; both evict (small caches).
+  // Cache mode with a host tier ("CPU" events too) in one encoding, engine mode in the other;
+  // both evict (small caches).
   const std::vector<std::vector<std::string>> runs = {
-      {"--mode", "cache", "--capacity-tokens", "30000", "--kv-events-encoding", "map"},
+      {"--mode", "cache", "--capacity-tokens", "30000", "--host-capacity-tokens", "60000",
+       "--kv-events-encoding", "map"},
       {"--mode", "engine", "--pool-bytes", "6GiB", "--kv-events-encoding", "array"}};
   for (const std::vector<std::string>& mode : runs) {
     CAPTURE(mode[1]);
@@ -223,6 +225,10 @@ TEST_CASE("events: a Python subscriber rebuilds a real `radixkv replay`'s final 
     const std::set<testing::MediumBlock> rebuilt = read_pages(out);
     CHECK(rebuilt == read_pages(pages));
     CHECK_FALSE(rebuilt.empty());
+    if (mode[1] == "cache") {
+      CHECK(std::any_of(rebuilt.begin(), rebuilt.end(),
+                        [](const testing::MediumBlock& b) { return b.first == "CPU"; }));
+    }
     replay.signal(SIGTERM);  // it would linger for two minutes
     CHECK(replay.wait(20s));
   }
