@@ -1,5 +1,7 @@
 #include "events/event_batcher.h"
 
+#include "events/block_hash.h"
+
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -34,8 +36,8 @@ const std::string& EventBatcher::medium(Tier tier) const {
   return tier == Tier::kDevice ? options_.device_medium : options_.host_medium;
 }
 
-void EventBatcher::stored(Tier tier, Namespace, std::optional<ChainHash> parent,
-                          std::span<const ChainHash> hashes, std::span<const TokenId> tokens) {
+void EventBatcher::stored(Tier tier, Namespace, std::optional<PageHash> parent,
+                          std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
   if (tokens.size() != hashes.size() * options_.page_tokens) {
     throw std::invalid_argument("EventBatcher::stored: " + std::to_string(hashes.size()) +
                                 " pages of " + std::to_string(options_.page_tokens) +
@@ -46,7 +48,7 @@ void EventBatcher::stored(Tier tier, Namespace, std::optional<ChainHash> parent,
   if (hashes.empty()) return;
   BlockStored event;
   event.block_hashes.reserve(hashes.size());
-  for (const ChainHash& hash : hashes) event.block_hashes.push_back(block_hash(hash));
+  for (const PageHash& hash : hashes) event.block_hashes.push_back(block_hash(hash));
   if (parent) event.parent_block_hash = block_hash(*parent);
   event.token_ids.assign(tokens.begin(), tokens.end());
   event.block_size = options_.page_tokens;
@@ -54,14 +56,14 @@ void EventBatcher::stored(Tier tier, Namespace, std::optional<ChainHash> parent,
   pending_.emplace_back(std::move(event));
 }
 
-void EventBatcher::removed(Tier tier, std::span<const ChainHash> hashes) {
+void EventBatcher::removed(Tier tier, std::span<const PageHash> hashes) {
   if (hashes.empty()) return;
   BlockRemoved* last = pending_.empty() ? nullptr : std::get_if<BlockRemoved>(&pending_.back());
   if (last == nullptr || last->medium != medium(tier)) {
     pending_.emplace_back(BlockRemoved{{}, medium(tier)});
     last = &std::get<BlockRemoved>(pending_.back());
   }
-  for (const ChainHash& hash : hashes) last->block_hashes.push_back(block_hash(hash));
+  for (const PageHash& hash : hashes) last->block_hashes.push_back(block_hash(hash));
 }
 
 void EventBatcher::cleared() { pending_.emplace_back(AllBlocksCleared{}); }

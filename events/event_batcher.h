@@ -1,4 +1,4 @@
-// EventBatcher: turns a tree's tier events (events/tier_events.h) into vLLM KV event batches
+// EventBatcher: turns a tree's tier events (radix/tier_events.h) into vLLM KV event batches
 // (events/kv_event.h), one batch per flush() — that is, per runtime call — and hands each to a
 // sink: a ZmqEventPublisher's publish(), or an in-process consumer such as a router's BlockIndex.
 //
@@ -18,7 +18,7 @@
 #include <string>
 
 #include "events/kv_event.h"
-#include "events/tier_events.h"
+#include "radix/tier_events.h"
 
 namespace radixkv::events {
 
@@ -38,9 +38,9 @@ class EventBatcher final : public TierEvents {
   // the same name (a consumer could not tell them apart), or the sink is empty.
   EventBatcher(EventBatcherOptions options, Sink sink);
 
-  void stored(Tier tier, Namespace ns, std::optional<ChainHash> parent,
-              std::span<const ChainHash> hashes, std::span<const TokenId> tokens) override;
-  void removed(Tier tier, std::span<const ChainHash> hashes) override;
+  void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
+              std::span<const PageHash> hashes, std::span<const TokenId> tokens) override;
+  void removed(Tier tier, std::span<const PageHash> hashes) override;
   void cleared() override;
   void flush() override;
 

@@ -9,7 +9,7 @@
 //   BlockRemoved      the blocks left `medium` (they may still be on another medium).
 //   AllBlocksCleared  every block left every medium.
 //
-// A block hash is radixkv's chained page hash cut to its low 64 bits (events/chain_hash.h), an
+// A block hash is radixkv's chained page hash cut to its low 64 bits (events/block_hash.h), an
 // unsigned 64-bit integer on the wire. lora_id and lora_name stay empty: radixkv keys adapters by
 // namespace, which is folded into the hash. Applying a batch's events in order, batch after batch,
 // gives the publisher's set of (medium, block) exactly.

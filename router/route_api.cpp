@@ -3,7 +3,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "events/chain_hash.h"
+#include "events/block_hash.h"
 
 namespace radixkv::router {
 

@@ -6,7 +6,7 @@
 //    "block_hashes": [uint64...],
 //    "candidates": [{"worker": str, "load": number >= 0 (default 0)}...]  (default: every worker
 //                                                                          the router knows)}
-// With tokens the router chain-hashes their whole pages as the workers do (events/chain_hash.h)
+// With tokens the router chain-hashes their whole pages as the workers do (events/block_hash.h)
 // and request_blocks = tokens / page_size; with block_hashes, request_blocks = their count.
 // Response: {"worker": str, "outcome": str, "request_blocks": number,
 //            "candidates": [{"worker", "known", "overlap_blocks", "load", "prefill_blocks",

@@ -40,25 +40,6 @@ void parse_listen(const std::string& listen, RouterOptions& options) {
 
 }  // namespace
 
-void add_router_flags(CLI::App& app, RouterFlags& flags) {
-  app.add_option("--worker", flags.workers,
-                 "A worker's KV event endpoints, NAME=PUB,REPLAY (repeat per worker)")
-      ->required();
-  app.add_option("--listen", flags.listen, "HTTP address HOST:PORT (port 0: any free port)")
-      ->capture_default_str();
-  app.add_option("--topic", flags.topic, "Event topic the workers publish on");
-  app.add_option("--max-index-pages", flags.max_index_pages,
-                 "Bound of the index, in blocks (least recently used leaves go first)")
-      ->capture_default_str();
-  app.add_option("--worker-timeout", flags.worker_timeout_seconds,
-                 "Seconds of silence after which a worker is dropped")
-      ->capture_default_str();
-  app.add_option("--overlap-weight", flags.overlap_weight,
-                 "Weight of the blocks to prefill against the load (Dynamo's "
-                 "overlap_score_weight)")
-      ->capture_default_str();
-}
-
 RouterOptions router_options(const RouterFlags& flags) {
   RouterOptions options;
   for (const std::string& spec : flags.workers) options.workers.push_back(parse_worker(spec));

@@ -1,6 +1,5 @@
-// The command line of the router service: its flags (CLI11) and the run loop. Until the radixkv
-// command line gains a `router` subcommand, router/router_main.cpp builds `radixkv-router` from
-// these; the subcommand will call the same two functions.
+// The router service's settings as `radixkv router` takes them (tools/cli/cmd_router.cpp parses
+// the flags), and its run loop.
 //
 //   --worker NAME=PUB,REPLAY   a worker's KV event endpoints (repeat per worker), e.g.
 //                              w0=tcp://10.0.0.5:5557,tcp://10.0.0.5:5558
@@ -15,7 +14,6 @@
 // with a message naming the flag when the flags are wrong or the service cannot start.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,7 +31,6 @@ struct RouterFlags {
   double overlap_weight = 1.0;
 };
 
-void add_router_flags(CLI::App& app, RouterFlags& flags);
 // Throws std::invalid_argument naming the flag.
 RouterOptions router_options(const RouterFlags& flags);
 int run_router(const RouterFlags& flags, std::ostream& out, std::ostream& err);

@@ -110,6 +110,13 @@ struct TierConfig {
   bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
   // A remote tier under the local ones (runtime/remote_pages.h); must outlive the runtime.
   RemotePages* remote = nullptr;
+
+  // No host tier; `events` told of every change (nullptr: nobody).
+  static TierConfig with_events(TierEvents* events) {
+    TierConfig tiers;
+    tiers.events = events;
+    return tiers;
+  }
 };
 
 using LoadTicket = CopyTicket;  // 0: nothing to wait for

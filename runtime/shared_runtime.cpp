@@ -7,27 +7,37 @@
 namespace radixkv {
 
 struct SharedRuntime::Shard {
-  Shard(PagePool& whole, uint32_t pages, const RuntimeConfig& config)
-      : size{pages, config.cache_bytes}, pool(whole, pages), runtime(pool, config) {}
+  Shard(PagePool& whole, uint32_t pages, const RuntimeConfig& config, TierEvents* events)
+      : size{pages, config.cache_bytes},
+        pool(whole, pages),
+        runtime(pool, config, TierConfig::with_events(events)) {}
   const ShardSize size;
   mutable std::mutex mutex;
   PagePool pool;  // a partition of the shared pool
   PrefixCacheRuntime runtime;
 };
 
-SharedRuntime::SharedRuntime(PagePool& pool, uint32_t shards, const RuntimeConfig& config) {
-  make_shards(pool, shards, config);
+SharedRuntime::SharedRuntime(PagePool& pool, uint32_t shards, const RuntimeConfig& config,
+                             const std::vector<TierEvents*>& shard_events) {
+  make_shards(pool, shards, config, shard_events);
 }
 
 SharedRuntime::SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
-                             const RuntimeConfig& config)
+                             const RuntimeConfig& config,
+                             const std::vector<TierEvents*>& shard_events)
     : own_pool_(std::make_unique<PagePool>(layout, capacity_pages)) {
-  make_shards(*own_pool_, shards, config);
+  make_shards(*own_pool_, shards, config, shard_events);
 }
 
-void SharedRuntime::make_shards(PagePool& whole, uint32_t shards, const RuntimeConfig& config) {
+void SharedRuntime::make_shards(PagePool& whole, uint32_t shards, const RuntimeConfig& config,
+                                const std::vector<TierEvents*>& shard_events) {
   const uint32_t capacity_pages = whole.capacity_pages();
   if (shards == 0) throw std::invalid_argument("SharedRuntime: shards must be at least 1");
+  if (!shard_events.empty() && shard_events.size() != shards) {
+    throw std::invalid_argument(fmt::format(
+        "SharedRuntime: {} tier event observers for {} shards (give one per shard, or none)",
+        shard_events.size(), shards));
+  }
   if (capacity_pages / shards == 0) {
     throw std::invalid_argument(fmt::format(
         "SharedRuntime: {} pages cannot give each of {} shards a page", capacity_pages, shards));
@@ -46,7 +56,8 @@ void SharedRuntime::make_shards(PagePool& whole, uint32_t shards, const RuntimeC
                       "shard {} nothing",
                       config.cache_bytes, shards, i));
     }
-    shards_.push_back(std::make_unique<Shard>(whole, pages, shard_config));
+    shards_.push_back(std::make_unique<Shard>(whole, pages, shard_config,
+                                              shard_events.empty() ? nullptr : shard_events[i]));
   }
 }
 
@@ -145,6 +156,17 @@ uint64_t SharedRuntime::cached_pages() const {
     pages += s->runtime.cached_pages();
   }
   return pages;
+}
+
+std::vector<PageHash> SharedRuntime::tier_page_hashes(Tier tier) const {
+  std::vector<PageHash> hashes;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    if (!s->runtime.tree().page_hashes()) continue;
+    const std::vector<PageHash> shard = s->runtime.tree().tier_page_hashes(tier);
+    hashes.insert(hashes.end(), shard.begin(), shard.end());
+  }
+  return hashes;
 }
 
 }  // namespace radixkv

@@ -18,6 +18,16 @@
 //     holds points into state another thread may change.
 // A handle names its shard; using it after finish/abort throws std::logic_error as the runtime
 // does.
+//
+// Tier events (radix/tier_events.h): one observer per shard (`shard_events[i]` for shard i, or
+// none at all), called only under that shard's lock, so an observer that is not thread-safe
+// (events/event_batcher.h's EventBatcher) needs no lock of its own, and each shard's batches come
+// out in that shard's call order, one per call. Why not one observer for all shards: it would need
+// a lock around every page's event, and two shards' calls would mix their events in one batch. The
+// shards' batchers may share one thread-safe sink (a ZmqEventPublisher): the shards' pages are
+// disjoint (namespaces never share pages, and the hash covers the namespace), so interleaving
+// their batches changes nothing a consumer rebuilds. (A shard never reports cleared():
+// SharedRuntime has no clear.)
 #pragma once
 
 #include <cstdint>
@@ -49,10 +59,14 @@ class SharedRuntime {
   // take all of it. Throws std::invalid_argument when shards is 0, the pool cannot give each
   // shard a page, or a nonzero cache budget cannot give each shard at least a page;
   // std::logic_error when the pool is in use (claimed by a runtime, or pages held or lent).
-  SharedRuntime(PagePool& pool, uint32_t shards, const RuntimeConfig& config = {});
+  // `shard_events` is empty or names one observer per shard (std::invalid_argument otherwise),
+  // each outliving the runtime.
+  SharedRuntime(PagePool& pool, uint32_t shards, const RuntimeConfig& config = {},
+                const std::vector<TierEvents*>& shard_events = {});
   // The same over a pool of its own with no page bytes (AccountingBackend): replays, benchmarks.
   SharedRuntime(const KvLayout& layout, uint32_t capacity_pages, uint32_t shards,
-                const RuntimeConfig& config = {});
+                const RuntimeConfig& config = {},
+                const std::vector<TierEvents*>& shard_events = {});
   ~SharedRuntime();
   SharedRuntime(const SharedRuntime&) = delete;
   SharedRuntime& operator=(const SharedRuntime&) = delete;
@@ -80,11 +94,15 @@ class SharedRuntime {
   uint64_t check() const;
   RuntimeStats stats() const;  // summed over shards
   uint64_t cached_pages() const;
+  // Every cached page's hash on `tier`, over all shards (each under its lock; page hashes are on
+  // only with tier events): a whole-tree walk, for tests.
+  std::vector<PageHash> tier_page_hashes(Tier tier) const;
 
  private:
   struct Shard;
   Shard& shard(SharedHandle handle, const char* operation) const;
-  void make_shards(PagePool& pool, uint32_t shards, const RuntimeConfig& config);
+  void make_shards(PagePool& pool, uint32_t shards, const RuntimeConfig& config,
+                   const std::vector<TierEvents*>& shard_events);
 
   std::unique_ptr<PagePool> own_pool_;  // only with the layout constructor; outlives the shards
   std::vector<std::unique_ptr<Shard>> shards_;

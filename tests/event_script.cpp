@@ -2,12 +2,11 @@
 
 #include <numeric>
 
+#include "events/block_hash.h"
+
 namespace radixkv::testing {
 
-using events::ChainHash;
-using events::Tier;
-
-ScriptedCache::ScriptedCache(ScriptOptions options, events::TierEvents& observer)
+ScriptedCache::ScriptedCache(ScriptOptions options, TierEvents& observer)
     : options_(options), observer_(observer), rng_(options.seed) {
   std::mt19937_64 shared(options_.template_seed);
   for (int t = 0; t < 4; ++t) {
@@ -52,10 +51,10 @@ void ScriptedCache::step() {
 }
 
 void ScriptedCache::store_chain() {
-  std::optional<ChainHash> parent;
+  std::optional<PageHash> parent;
   Namespace ns = rng_() % options_.namespaces;
   std::vector<std::vector<TokenId>> chain;
-  const std::vector<ChainHash> below = pick([](const Page&) { return true; });
+  const std::vector<PageHash> below = pick([](const Page&) { return true; });
   if (below.empty() || rng_() % 5 < 2) {
     chain.push_back(templates_[rng_() % templates_.size()]);
   } else {
@@ -71,20 +70,20 @@ void ScriptedCache::store_chain() {
   make_resident(ns, parent, chain, false);
 }
 
-void ScriptedCache::make_resident(Namespace ns, std::optional<ChainHash> parent,
+void ScriptedCache::make_resident(Namespace ns, std::optional<PageHash> parent,
                                   const std::vector<std::vector<TokenId>>& chain, bool pinned) {
-  ChainHash hash = parent ? *parent : events::namespace_seed(ns);
-  std::optional<ChainHash> run_parent = parent;
-  std::vector<ChainHash> run;
+  PageHash hash = parent ? *parent : namespace_seed(ns);
+  std::optional<PageHash> run_parent = parent;
+  std::vector<PageHash> run;
   std::vector<TokenId> run_tokens;
   auto emit = [&] {
     if (!run.empty()) observer_.stored(Tier::kDevice, ns, run_parent, run, run_tokens);
     run.clear();
     run_tokens.clear();
   };
-  std::optional<ChainHash> previous = parent;
+  std::optional<PageHash> previous = parent;
   for (const std::vector<TokenId>& tokens : chain) {
-    hash = events::chain_page_hash(hash, tokens);
+    hash = chain_page_hash(hash, tokens);
     Page& page = pages_[hash];
     if (page.tokens.empty()) page = {ns, previous, tokens, false, false, false};
     page.pinned = page.pinned || pinned;
@@ -101,7 +100,7 @@ void ScriptedCache::make_resident(Namespace ns, std::optional<ChainHash> parent,
   emit();
 }
 
-bool ScriptedCache::has_child(const ChainHash& hash, bool device_only) const {
+bool ScriptedCache::has_child(const PageHash& hash, bool device_only) const {
   for (const auto& [h, page] : pages_) {
     if (page.parent == hash && (!device_only || page.device)) return true;
   }
@@ -109,8 +108,8 @@ bool ScriptedCache::has_child(const ChainHash& hash, bool device_only) const {
 }
 
 template <typename Pred>
-std::vector<ChainHash> ScriptedCache::pick(Pred pred) const {
-  std::vector<ChainHash> out;
+std::vector<PageHash> ScriptedCache::pick(Pred pred) const {
+  std::vector<PageHash> out;
   for (const auto& [hash, page] : pages_) {
     if (pred(page)) out.push_back(hash);
   }
@@ -118,15 +117,15 @@ std::vector<ChainHash> ScriptedCache::pick(Pred pred) const {
 }
 
 void ScriptedCache::offload_one() {
-  const std::vector<ChainHash> tails = pick([](const Page& p) { return p.device && !p.pinned; });
-  std::vector<ChainHash> candidates;
-  for (const ChainHash& h : tails) {
+  const std::vector<PageHash> tails = pick([](const Page& p) { return p.device && !p.pinned; });
+  std::vector<PageHash> candidates;
+  for (const PageHash& h : tails) {
     if (!has_child(h, true)) candidates.push_back(h);
   }
   if (candidates.empty()) return;
-  const ChainHash hash = candidates[rng_() % candidates.size()];
+  const PageHash hash = candidates[rng_() % candidates.size()];
   Page& page = pages_.at(hash);
-  const ChainHash one[1] = {hash};
+  const PageHash one[1] = {hash};
   if (!page.host && !has_child(hash, false) && rng_() % 2 == 0) {
     observer_.removed(Tier::kDevice, one);
     pages_.erase(hash);
@@ -141,15 +140,15 @@ void ScriptedCache::offload_one() {
 }
 
 void ScriptedCache::drop_one() {
-  const std::vector<ChainHash> host_only =
+  const std::vector<PageHash> host_only =
       pick([](const Page& p) { return p.host && !p.device && !p.pinned; });
-  std::vector<ChainHash> candidates;
-  for (const ChainHash& h : host_only) {
+  std::vector<PageHash> candidates;
+  for (const PageHash& h : host_only) {
     if (!has_child(h, false)) candidates.push_back(h);
   }
   if (candidates.empty()) return;
-  const ChainHash hash = candidates[rng_() % candidates.size()];
-  const ChainHash one[1] = {hash};
+  const PageHash hash = candidates[rng_() % candidates.size()];
+  const PageHash one[1] = {hash};
   observer_.removed(Tier::kHost, one);
   pages_.erase(hash);
 }

@@ -1,5 +1,5 @@
 // ScriptedCache: a stand-in for one worker's tiered prefix cache that drives a TierEvents observer
-// (events/tier_events.h) with a reproducible random stream of changes, and knows the page set that
+// (radix/tier_events.h) with a reproducible random stream of changes, and knows the page set that
 // stream leaves: the truth a consumer of the events must rebuild.
 //
 // The model is a forest of pages (namespace, parent, one page of tokens), each on the device tier,
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "events/kv_event.h"
-#include "events/tier_events.h"
+#include "radix/tier_events.h"
 
 namespace radixkv::testing {
 
@@ -50,7 +50,7 @@ events::EventBatch random_event_batch(std::mt19937_64& rng);
 
 class ScriptedCache {
  public:
-  ScriptedCache(ScriptOptions options, events::TierEvents& observer);
+  ScriptedCache(ScriptOptions options, TierEvents& observer);
 
   // Stores `pages` pages of tokens base, base+1, ... in namespace ns at the root, pinned. Flushes.
   std::vector<TokenId> pin_prefix(Namespace ns, uint32_t pages, TokenId base);
@@ -65,24 +65,24 @@ class ScriptedCache {
  private:
   struct Page {
     Namespace ns = 0;
-    std::optional<events::ChainHash> parent;
+    std::optional<PageHash> parent;
     std::vector<TokenId> tokens;
     bool device = false, host = false, pinned = false;
   };
 
   void store_chain();
-  void make_resident(Namespace ns, std::optional<events::ChainHash> parent,
+  void make_resident(Namespace ns, std::optional<PageHash> parent,
                      const std::vector<std::vector<TokenId>>& chain, bool pinned);
   void offload_one();
   void drop_one();
-  bool has_child(const events::ChainHash& hash, bool device_only) const;
+  bool has_child(const PageHash& hash, bool device_only) const;
   template <typename Pred>
-  std::vector<events::ChainHash> pick(Pred pred) const;
+  std::vector<PageHash> pick(Pred pred) const;
 
   ScriptOptions options_;
-  events::TierEvents& observer_;
+  TierEvents& observer_;
   std::mt19937_64 rng_;
-  std::map<events::ChainHash, Page> pages_;
+  std::map<PageHash, Page> pages_;
   std::vector<std::vector<TokenId>> templates_;
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "events/block_hash.h"
 #include "events/event_batcher.h"
 #include "events/event_codec.h"
 #include "tests/event_script.h"
@@ -20,8 +21,8 @@ using radixkv::testing::MediumBlock;
 
 namespace {
 
-// The definition in events/chain_hash.h, spelled out as one XXH3-128 over a byte buffer.
-ChainHash one_shot(const std::vector<unsigned char>& bytes) {
+// The definition in radix/page_hash.h, spelled out as one XXH3-128 over a byte buffer.
+PageHash one_shot(const std::vector<unsigned char>& bytes) {
   const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   return {h.low64, h.high64};
 }
@@ -51,11 +52,11 @@ TEST_CASE("events: the chained block hash is XXH3-128 over the documented bytes"
   std::vector<unsigned char> seed_bytes;
   for (char c : std::string_view("radixkv-page-hash-v1")) seed_bytes.push_back(c);
   append_le(seed_bytes, ns, 8);
-  const ChainHash seed = one_shot(seed_bytes);
+  const PageHash seed = one_shot(seed_bytes);
   CHECK(namespace_seed(ns) == seed);
 
   const std::vector<TokenId> tokens = {5, -2, 70000, 3, 9, 9, 1};  // two pages of 3, and a rest
-  ChainHash expected = seed;
+  PageHash expected = seed;
   std::vector<BlockHash> blocks;
   for (int page = 0; page < 2; ++page) {
     std::vector<unsigned char> bytes;
@@ -77,20 +78,20 @@ TEST_CASE("events: the chained block hash is XXH3-128 over the documented bytes"
 TEST_CASE("events: the batcher makes vLLM's events, one batch per flush") {
   Collected out;
   EventBatcher batcher(options(2), out.sink());
-  const ChainHash a{1, 100}, b{2, 200}, c{3, 300};
-  const std::vector<ChainHash> ab = {a, b};
+  const PageHash a{1, 100}, b{2, 200}, c{3, 300};
+  const std::vector<PageHash> ab = {a, b};
   const std::vector<TokenId> tokens = {10, 11, 12, 13};
 
   batcher.flush();
   CHECK(out.batches.empty());  // nothing changed: nothing published
 
   batcher.stored(Tier::kDevice, 7, std::nullopt, ab, tokens);
-  batcher.stored(Tier::kHost, 7, a, std::vector<ChainHash>{b}, std::vector<TokenId>{12, 13});
-  batcher.removed(Tier::kDevice, std::vector<ChainHash>{b});
-  batcher.removed(Tier::kDevice, std::vector<ChainHash>{a});  // joins the removal before it
-  batcher.removed(Tier::kHost, std::vector<ChainHash>{b});    // another tier: its own event
+  batcher.stored(Tier::kHost, 7, a, std::vector<PageHash>{b}, std::vector<TokenId>{12, 13});
+  batcher.removed(Tier::kDevice, std::vector<PageHash>{b});
+  batcher.removed(Tier::kDevice, std::vector<PageHash>{a});  // joins the removal before it
+  batcher.removed(Tier::kHost, std::vector<PageHash>{b});    // another tier: its own event
   batcher.cleared();
-  batcher.removed(Tier::kHost, std::vector<ChainHash>{c});  // not joined across the clear
+  batcher.removed(Tier::kHost, std::vector<PageHash>{c});  // not joined across the clear
   CHECK(batcher.pending_events() == 6);
   batcher.flush();
 
@@ -112,7 +113,7 @@ TEST_CASE("events: the batcher makes vLLM's events, one batch per flush") {
 TEST_CASE("events: the batcher refuses what it cannot describe, changing nothing") {
   Collected out;
   EventBatcher batcher(options(4), out.sink());
-  const std::vector<ChainHash> one = {{1, 1}};
+  const std::vector<PageHash> one = {{1, 1}};
   CHECK_THROWS_WITH_AS(
       batcher.stored(Tier::kDevice, 0, std::nullopt, one, std::vector<TokenId>{1, 2, 3}),
       "EventBatcher::stored: 1 pages of 4 tokens need 4 tokens, got 3", std::invalid_argument);

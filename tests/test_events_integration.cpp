@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "events/event_batcher.h"
@@ -143,4 +145,98 @@ TEST_CASE("events: a late Python subscriber rebuilds the publisher's pages throu
     CHECK(publisher.stats().replay_requests >= 1);
     CHECK(publisher.stats().dropped == 0);
   }
+}
+
+namespace {
+
+const std::string kRadixkv = RADIXKV_BINARY;
+
+// `radixkv` with its stderr on the stdout the test reads.
+std::vector<std::string> radixkv_argv(std::vector<std::string> args) {
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRadixkv};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// The JSON report a `radixkv replay --json` process prints, skipping its other lines.
+nlohmann::json json_report(ChildProcess& process) {
+  const std::optional<std::string> line = process.read_line_starting("{", 120s);
+  REQUIRE(line);
+  return nlohmann::json::parse(*line);
+}
+
+std::set<testing::MediumBlock> read_pages(const std::string& path) {
+  std::set<testing::MediumBlock> pages;
+  for (const auto& pair : nlohmann::json::parse(std::ifstream(path))) {
+    pages.emplace(pair[0].get<std::string>(), pair[1].get<uint64_t>());
+  }
+  return pages;
+}
+
+}  // namespace
+
+TEST_CASE("events: a Python subscriber rebuilds a real `radixkv replay`'s final pages") {
+  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  const std::string trace = testing::scratch_path("chats.jsonl");
+  ChildProcess gen(radixkv_argv({"gen", "--conversations", "300", "--seed", "5", "--out", trace}));
+  REQUIRE(gen.wait(60s) == 0);
+  // Cache mode with a host tier ("CPU" events too) in one encoding, engine mode in the other;
+  // both evict (small caches).
+  const std::vector<std::vector<std::string>> runs = {
+      {"--mode", "cache", "--capacity-tokens", "30000", "--host-capacity-tokens", "60000",
+       "--kv-events-encoding", "map"},
+      {"--mode", "engine", "--pool-bytes", "6GiB", "--kv-events-encoding", "array"}};
+  for (const std::vector<std::string>& mode : runs) {
+    CAPTURE(mode[1]);
+    std::vector<std::string> args = {"replay", "--trace",     trace,
+                                     "--json", "--kv-events", "tcp://127.0.0.1:*"};
+    args.insert(args.end(), mode.begin(), mode.end());
+    // The replay is deterministic: a first run says how many batches the second will publish.
+    ChildProcess counting(radixkv_argv(args));
+    const nlohmann::json counted = json_report(counting);
+    REQUIRE(counting.wait(60s) == 0);
+    const uint64_t batches = counted["kv_events_published"].get<uint64_t>();
+    CHECK(counted["evictions"].get<uint64_t>() > 0);
+
+    const std::string pages = testing::scratch_path("pages-" + mode[1] + ".json");
+    for (const char* extra :
+         {"--kv-events-replay", "tcp://127.0.0.1:*", "--kv-events-topic", "kv",
+          "--kv-events-linger", "120", "--kv-events-buffer", "1e6", "--dump-pages"}) {
+      args.emplace_back(extra);
+    }
+    args.push_back(pages);
+    ChildProcess replay(radixkv_argv(args));
+    const std::optional<std::string> bound =
+        replay.read_line_starting("radixkv replay: kv events on ", 60s);
+    REQUIRE(bound);
+    // "radixkv replay: kv events on PUB, replay on REPLAY"
+    const size_t on = bound->find(" on ") + 4, comma = bound->find(", replay on ");
+    REQUIRE(comma != std::string::npos);
+    const std::string pub = bound->substr(on, comma - on), router = bound->substr(comma + 12);
+    const std::string out = testing::scratch_path("rebuilt-" + mode[1] + ".json");
+    ChildProcess subscriber({kPython, kTests + "/kv_events_subscriber.py", "--pub", pub, "--replay",
+                             router, "--topic", "kv", "--batches", std::to_string(batches), "--out",
+                             out, "--timeout", "90"});
+    const std::optional<std::string> done = subscriber.read_line_starting("done: ", 120s);
+    REQUIRE(subscriber.wait(30s) == 0);
+    REQUIRE(done);
+    MESSAGE(*done);
+    CHECK(json_report(replay)["kv_events_published"].get<uint64_t>() == batches);
+    const std::set<testing::MediumBlock> rebuilt = read_pages(out);
+    CHECK(rebuilt == read_pages(pages));
+    CHECK_FALSE(rebuilt.empty());
+    if (mode[1] == "cache") {
+      CHECK(std::any_of(rebuilt.begin(), rebuilt.end(),
+                        [](const testing::MediumBlock& b) { return b.first == "CPU"; }));
+    }
+    replay.signal(SIGTERM);  // it would linger for two minutes
+    CHECK(replay.wait(20s));
+  }
+}
+
+TEST_CASE("events: `radixkv replay --kv-events` lingers, then exits 0") {
+  ChildProcess replay(radixkv_argv({"replay", "--kv-events", "tcp://127.0.0.1:*",
+                                    "--kv-events-linger", "0.5", "--capacity-tokens", "1e5"}));
+  CHECK(replay.read_line_starting("  kv events ", 60s));
+  CHECK(replay.wait(30s) == 0);
 }

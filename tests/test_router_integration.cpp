@@ -1,7 +1,8 @@
-// The router as processes on loopback: two scripted workers publishing their KV events
-// (radixkv_event_script) and `radixkv-router` in front of them. Its index equals the union of the
-// workers' final pages, a router restarted mid-stream catches up through replay, a worker that
-// stops is dropped after the timeout, and /route sends a known prefix to the worker holding it.
+// The router as processes on loopback: `radixkv router` in front of two workers publishing their KV
+// events, scripted ones (radixkv_event_script) and real `radixkv replay --kv-events` processes. Its
+// index equals the union of the workers' final pages, a router restarted mid-stream catches up
+// through replay, a worker that stops is dropped after the timeout, and /route sends a known
+// prefix to the worker holding it.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 #include <httplib.h>
@@ -23,7 +24,7 @@ using radixkv::testing::MediumBlock;
 
 namespace {
 
-const std::string kRouter = RADIXKV_ROUTER_BINARY;
+const std::string kRadixkv = RADIXKV_BINARY;
 const std::string kScript = RADIXKV_EVENT_SCRIPT_BINARY;
 
 struct WorkerProcess {
@@ -59,7 +60,7 @@ struct WorkerProcess {
 struct RouterProcess {
   explicit RouterProcess(std::vector<std::string> args)
       : process([&] {
-          std::vector<std::string> argv = {kRouter, "--listen", "127.0.0.1:0"};
+          std::vector<std::string> argv = {kRadixkv, "router", "--listen", "127.0.0.1:0"};
           argv.insert(argv.end(), args.begin(), args.end());
           return argv;
         }()) {
@@ -182,7 +183,8 @@ TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
   for (const auto& [args, names] : cases) {
     CAPTURE(names);
     // stderr to stdout, so that the test reads the message.
-    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRouter};
+    std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRadixkv,
+                                     "router"};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess router(argv);
     const std::optional<std::string> line = router.read_line(10s);
@@ -192,7 +194,7 @@ TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
   }
   // A port in use.
   RouterProcess running({"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2"});
-  ChildProcess second({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRouter, "--worker",
+  ChildProcess second({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRadixkv, "router", "--worker",
                        "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--listen",
                        fmt::format("127.0.0.1:{}", running.port)});
   const std::optional<std::string> line = second.read_line(10s);
@@ -200,4 +202,115 @@ TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
   REQUIRE(line);
   CHECK(line->find("--listen: cannot listen on 127.0.0.1:") != std::string::npos);
   running.terminate();
+}
+
+namespace {
+
+// A real `radixkv replay --mode engine` publishing its KV events on free loopback ports, lingering
+// after its report so that a router can still fetch everything, and dumping its final pages.
+struct ReplayWorker {
+  ReplayWorker(std::string worker_name, const std::string& trace)
+      : name(std::move(worker_name)),
+        pages_file(testing::scratch_path(name + "-pages.json")),
+        process({"/bin/sh",
+                 "-c",
+                 "exec \"$0\" \"$@\" 2>&1",
+                 kRadixkv,
+                 "replay",
+                 "--mode",
+                 "engine",
+                 "--trace",
+                 trace,
+                 "--pool-bytes",
+                 "6GiB",
+                 "--json",
+                 "--kv-events",
+                 "tcp://127.0.0.1:*",
+                 "--kv-events-replay",
+                 "tcp://127.0.0.1:*",
+                 "--kv-events-buffer",
+                 "1e6",
+                 "--kv-events-linger",
+                 "300",
+                 "--dump-pages",
+                 pages_file}) {
+    const std::optional<std::string> line =
+        process.read_line_starting("radixkv replay: kv events on ", 60s);
+    REQUIRE(line);
+    // "radixkv replay: kv events on PUB, replay on REPLAY"
+    const size_t on = line->find(" on ") + 4, comma = line->find(", replay on ");
+    REQUIRE(comma != std::string::npos);
+    pub = line->substr(on, comma - on);
+    replay = line->substr(comma + 12);
+  }
+  std::string flag() const { return fmt::format("{}={},{}", name, pub, replay); }
+  // Waits for the report, then reads the pages its cache held at the end.
+  std::set<MediumBlock> final_pages() {
+    const std::optional<std::string> report = process.read_line_starting("{", 120s);
+    REQUIRE(report);
+    CHECK(nlohmann::json::parse(*report)["kv_events_published"].get<uint64_t>() > 0);
+    std::set<MediumBlock> pages;
+    for (const auto& pair : nlohmann::json::parse(std::ifstream(pages_file))) {
+      pages.emplace(pair[0].get<std::string>(), pair[1].get<uint64_t>());
+    }
+    return pages;
+  }
+
+  std::string name, pages_file, pub, replay;
+  ChildProcess process;
+};
+
+std::string generated_trace(const std::string& name, const std::string& seed) {
+  const std::string path = testing::scratch_path(name);
+  ChildProcess gen({kRadixkv, "gen", "--conversations", "1500", "--seed", seed, "--out", path});
+  REQUIRE(gen.wait(60s) == 0);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("router: processes: `radixkv router` in front of two publishing `radixkv replay`s") {
+  const std::string trace0 = generated_trace("w0.jsonl", "3"),
+                    trace1 = generated_trace("w1.jsonl", "4");
+  ReplayWorker w0("w0", trace0), w1("w1", trace1);
+  const std::vector<std::string> workers = {"--worker", w0.flag(),          "--worker",
+                                            w1.flag(),  "--worker-timeout", "1"};
+  {  // A router that hears part of the streams, then stops.
+    RouterProcess first(workers);
+    REQUIRE(eventually([&] { return !first.index_of("w0").empty(); }));
+    first.terminate();
+  }
+  RouterProcess router(workers);  // catches up from seq 0 through the replay sockets
+  const std::set<MediumBlock> pages0 = w0.final_pages(), pages1 = w1.final_pages();
+  REQUIRE_FALSE(pages0.empty());
+  CHECK(eventually([&] { return router.index_of("w0") == pages0; }, 60s));
+  CHECK(eventually([&] { return router.index_of("w1") == pages1; }, 60s));
+  CHECK(router.metric("radixkv_router_gaps_unfilled_total{worker=\"w0\"}") == 0);
+  CHECK(router.metric("radixkv_router_gaps_unfilled_total{worker=\"w1\"}") == 0);
+
+  // A block only w1 holds, and one only w0 holds: /route picks the holder.
+  const auto only_in = [](const std::set<MediumBlock>& a, const std::set<MediumBlock>& b) {
+    for (const MediumBlock& block : a) {
+      if (!b.contains(block)) return block.second;
+    }
+    FAIL("no block of one worker that the other lacks");
+    return uint64_t{0};
+  };
+  for (const auto& [holder, hash] :
+       {std::pair{"w0", only_in(pages0, pages1)}, std::pair{"w1", only_in(pages1, pages0)}}) {
+    CAPTURE(holder);
+    const nlohmann::json answer = router.route({{"block_hashes", {hash}}});
+    CHECK(answer["worker"] == holder);
+    CHECK(answer["outcome"] == "prefix_hit");
+  }
+
+  // w1 stops (while it lingers): after the timeout the router drops it, and keeps w0.
+  w1.process.signal(SIGTERM);
+  REQUIRE(w1.process.wait(20s));
+  CHECK(eventually([&] { return router.get_json("/healthz")["workers"][1]["state"] == "down"; },
+                   20s));
+  CHECK(router.index_of("w1").empty());
+  CHECK(router.index_of("w0") == pages0);
+  CHECK(router.route({{"block_hashes", {only_in(pages1, pages0)}}})["worker"] == "w0");
+  router.terminate();
 }

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <random>
 
-#include "events/chain_hash.h"
+#include "events/block_hash.h"
 #include "router/route_api.h"
 #include "router/route_cost.h"
 

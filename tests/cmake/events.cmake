@@ -29,7 +29,9 @@ radixkv_add_test(test_events_integration SOURCES test_events_integration.cpp
   LIBS radixkv_test_events radixkv_test_process nlohmann_json::nlohmann_json
   LABELS integration)
 target_compile_definitions(test_events_integration PRIVATE
-  RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+  RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}"
+  RADIXKV_BINARY="$<TARGET_FILE:radixkv>")
+add_dependencies(test_events_integration radixkv)
 
 # A scripted worker for the router's integration tests.
 add_executable(radixkv_event_script event_script_main.cpp)
@@ -40,6 +42,10 @@ radixkv_add_test(test_router_integration SOURCES test_router_integration.cpp
   LIBS radixkv_test_events radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json
   LABELS integration)
 target_compile_definitions(test_router_integration PRIVATE
-  RADIXKV_ROUTER_BINARY="$<TARGET_FILE:radixkv-router>"
+  RADIXKV_BINARY="$<TARGET_FILE:radixkv>"
   RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
-add_dependencies(test_router_integration radixkv-router radixkv_event_script)
+add_dependencies(test_router_integration radixkv radixkv_event_script)
+
+# The runtime's own events: one batch per call; SharedRuntime with a batcher per shard (threads).
+radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp
+  LIBS radixkv_test_events radixkv_runtime Threads::Threads LABELS threads)

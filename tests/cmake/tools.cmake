@@ -25,3 +25,8 @@ add_dependencies(test_memory radixkv)
 # The host tier in the replay and on the command line (docs/tiers.md).
 radixkv_add_test(test_replay_tiers SOURCES test_replay_tiers.cpp LIBS radixkv_cli)
 target_compile_definitions(test_replay_tiers PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
+
+# Cluster mode (issue 17): routing against a model, one worker against engine mode, prefix routing
+# against one big worker and round-robin.
+radixkv_add_test(test_cluster_replay SOURCES test_cluster_replay.cpp
+  LIBS radixkv_cli nlohmann_json::nlohmann_json)

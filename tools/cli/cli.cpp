@@ -21,6 +21,7 @@ constexpr const char* kUsage =
     "  replay   replay a trace against the prefix cache and report hit rate, evictions, speed\n"
     "           (with no --trace: the bundled default multi-turn trace)\n"
     "  gen      write a synthetic multi-turn trace in the native format\n"
+    "  router   route requests to the worker caching their prefix, from the workers' KV events\n"
     "\n"
     "Run `radixkv <command> --help` (or -h) for its flags, `radixkv --version` for the version.\n"
     "Traces: docs/trace_format.md.\n";
@@ -49,6 +50,7 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     }
     if (command == "gen") return run_gen(rest, out, err);
     if (command == "replay") return run_replay(rest, out, err, env);
+    if (command == "router") return run_router_command(rest, out, err);
     err << fmt::format("radixkv: unknown command '{}'\n\n{}", command, kUsage);
     return kExitUsage;
   } catch (const UsageError& e) {

@@ -2,6 +2,7 @@
 //
 //   radixkv gen     synthetic multi-turn traces in the native format
 //   radixkv replay  replay a trace (or the bundled default one) against the cache and report
+//   radixkv router  the cache-aware router service over workers' KV events (runs until SIGTERM)
 //
 // Exit status: 0 on success; 1 when the run failed (a malformed trace, an I/O error, a page
 // leaked or an accounting check failed); 2 on a bad command line (the message names the flag).
@@ -29,5 +30,6 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
 int run_gen(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int run_replay(std::span<const std::string> args, std::ostream& out, std::ostream& err,
                const CliEnvironment& env);
+int run_router_command(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 }  // namespace radixkv::tools

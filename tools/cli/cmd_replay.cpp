@@ -15,8 +15,10 @@
 #include "tools/cli/activity.h"
 #include "tools/cli/budget.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/cluster_cli.h"
 #include "tools/cli/config_file.h"
 #include "tools/cli/engine_cli.h"
+#include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/remote_flags.h"
@@ -74,6 +76,8 @@ struct ReplayFlags {
   EngineFlags engine;
   TierFlags tiers;
   RemoteFlags remote;
+  EventsFlags events;
+  ClusterFlags cluster;
 };
 
 void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
@@ -87,7 +91,8 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
                         kMooncakeBlockTokens, kBailianBlockTokens),
             1, kMaxInputTokens);
   cli.text("--mode", f.mode, "NAME",
-           "cache (one request at a time, as published hit-rate curves) or engine");
+           "cache (one request at a time, as published hit-rate curves), engine, or cluster "
+           "(--workers engines behind a cache-aware router)");
   cli.count("--page-tokens", f.page_tokens, "N",
             fmt::format("tokens per KV page (default {})", kDefaultPageTokens), 1, kMaxPageTokens);
   cli.count("--capacity-tokens", f.capacity_tokens, "N",
@@ -132,6 +137,8 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   declare_engine_flags(cli, f.engine);
   declare_tier_flags(cli, f.tiers);
   declare_remote_flags(cli, f.remote);
+  declare_events_flags(cli, f.events);
+  declare_cluster_flags(cli, f.cluster);
 }
 
 bool is_budget_flag(std::string_view flag) {
@@ -193,11 +200,34 @@ void apply_config(CommandLine& cli, ReplayFlags& f) {
 
 // Refuses flags the mode does not read, and combinations that make no sense.
 void check_flags(const CommandLine& cli, const ReplayFlags& f) {
-  if (f.mode != "cache" && f.mode != "engine") {
-    throw UsageError(fmt::format("{}: unknown mode '{}' (known: cache, engine)",
+  if (f.mode != "cache" && f.mode != "engine" && f.mode != "cluster") {
+    throw UsageError(fmt::format("{}: unknown mode '{}' (known: cache, engine, cluster)",
                                  cli.describe("--mode"), f.mode));
   }
-  const bool engine = f.mode == "engine";
+  if (f.mode != "cluster") {
+    for (const std::string& flag : cluster_only_flags()) {
+      if (cli.given(flag)) {
+        throw UsageError(
+            fmt::format("{}: cluster mode only (add --mode cluster)", cli.describe(flag)));
+      }
+    }
+  } else if (cli.given("--kv-events")) {
+    throw UsageError(fmt::format(
+        "{}: not in cluster mode (its workers feed the router in process; run one `radixkv replay "
+        "--mode engine --kv-events ...` per worker and `radixkv router` to use sockets)",
+        cli.describe("--kv-events")));
+  } else if (cli.given("--no-cache")) {
+    throw UsageError(fmt::format("{}: not in cluster mode (compare with --route instead)",
+                                 cli.describe("--no-cache")));
+  } else if (host_tier_given(cli)) {
+    for (std::string_view flag : host_capacity_flags()) {
+      if (cli.given(flag)) {
+        throw UsageError(fmt::format("{}: not in cluster mode (its workers have no host tier)",
+                                     cli.describe(flag)));
+      }
+    }
+  }
+  const bool engine = f.mode != "cache";  // cluster mode runs engines too
   if (engine) {
     for (const char* flag : {"--sweep", "--plot", "--jobs"}) {
       if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
@@ -228,6 +258,11 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   if (budgets.size() > 1) {
     throw UsageError(fmt::format("{}: give one budget, not {} at once", budgets[0],
                                  fmt::join(budgets, " and ")));
+  }
+  check_events_flags(cli, f.events);
+  if (cli.given("--sweep") && cli.given("--kv-events")) {
+    throw UsageError(fmt::format("{}: one replay at a time publishes, not a --sweep",
+                                 cli.describe("--kv-events")));
   }
   if (!cli.given("--sweep")) {
     if (f.policy.find(',') != std::string::npos) {
@@ -265,7 +300,8 @@ struct ReplayPlan {
   std::vector<HostTierReplayConfig>
       hosts;  // host tiers (capacity 0: none); one unless --sweep-host
   ReadOptions read;
-  std::optional<EngineReplayConfig> engine;
+  std::optional<EngineReplayConfig> engine;    // engine and cluster mode
+  std::optional<ClusterReplayConfig> cluster;  // cluster mode
 };
 
 KvLayout layout_of(const CommandLine& cli, const ReplayFlags& f) {
@@ -335,7 +371,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
     plan.capacities.push_back(pages_for_tokens(f.capacity_tokens, plan.layout, plan.budget_flag));
   }
   plan.hosts = host_tiers_of(cli, f.tiers, plan.layout);
-  const bool engine = f.mode == "engine";
+  const bool engine = f.mode != "cache";
   for (uint64_t pages : plan.capacities) {
     plan.watermarks.push_back(resolve_watermarks(
         f.high_watermark, f.low_watermark, engine ? kEngineWatermarks : kCacheWatermarks, pages,
@@ -348,6 +384,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
     plan.engine->high_watermark = plan.watermarks[0].high;
     plan.engine->low_watermark = plan.watermarks[0].low;
     plan.engine->host = plan.hosts[0];
+    if (f.mode == "cluster") plan.cluster = cluster_config(cli, f.cluster, *plan.engine);
   }
   return plan;
 }
@@ -363,7 +400,7 @@ Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions
 
 std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& f,
                                          const ReplayPlan& plan, ProgressBar& progress,
-                                         remote::RemoteTier* remote) {
+                                         const ReplayHooks& hooks, remote::RemoteTier* remote) {
   std::shared_ptr<const NextUseIndex> belady_index;
   if (std::find(plan.policies.begin(), plan.policies.end(), kBeladyPolicyName) !=
       plan.policies.end()) {
@@ -383,7 +420,9 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.low_watermark = plan.watermarks[c].low;
         config.policy = policy;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
-        config.remote = remote;  // one cell only: --remote is refused with --sweep
+        config.remote = remote;        // one cell only: --remote is refused with --sweep
+        config.events = hooks.events;  // one cell only (check_flags)
+        config.at_end = hooks.at_end;
       }
     }
   }
@@ -395,6 +434,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
       const Activity activity(fmt::format("replaying {} in cache mode (policy {}, {} pages)",
                                           trace.source, cells[i].policy, cells[i].capacity_pages));
       results[i] = replay_cache(trace, cells[i]);
+      hooks.report(results[i]);
     }
     return results;
   }
@@ -413,6 +453,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
   const Activity activity(fmt::format("replaying {} in cache mode ({} replays, {} at a time)",
                                       trace.source, cells.size(), jobs));
   run_cells(cells.size(), jobs, [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
+  for (ReplayResult& result : results) hooks.report(result);
   return results;
 }
 
@@ -475,6 +516,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   // Everything about the command line is checked before the trace is read.
   check_flags(cli, f);
   const ReplayPlan plan = plan_replay(cli, f);
+  // Its sockets too: a bad endpoint is a bad command line.
+  std::optional<EventsOutput> events;
+  if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
   const std::unique_ptr<remote::RemoteTier> remote =
       make_remote_tier(cli, f.remote, plan.layout, f.model);
 
@@ -491,15 +535,38 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
 
   ProgressBar progress(err, env.interactive && !f.no_progress);
-  if (plan.engine) {
+  bool pages_dumped = true;
+  const ReplayHooks hooks{events ? events->events() : nullptr,
+                          [&](const RadixTree& tree) {
+                            if (cli.given("--dump-pages"))
+                              pages_dumped = dump_pages(tree, f.events.dump_pages, err);
+                          },
+                          [&](ReplayResult& result) {
+                            if (events) result.kv_events_published = events->published();
+                          }};
+  int status = kExitOk;
+  if (f.mode == "cluster") {
+    ClusterReplayConfig config = *plan.cluster;
+    config.engine.progress = std::ref(progress);
+    const Activity activity(fmt::format("replaying {} in cluster mode", trace.source));
+    status = run_cluster_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
+                                f.json, out, err);
+  } else if (plan.engine) {
     EngineReplayConfig config = *plan.engine;
     config.progress = std::ref(progress);
+    config.events = hooks.events;
+    config.at_end = hooks.at_end;
     const Activity activity(fmt::format("replaying {} in engine mode", trace.source));
-    return run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
-                             f.json, out, err);
+    status = run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
+                               f.json, out, err, hooks.report);
+  } else {
+    std::vector<ReplayResult> results =
+        run_cache_mode(trace, f, plan, progress, hooks, remote.get());
+    status = report_cache_mode(results, trace, cli, f, out, err);
   }
-  const std::vector<ReplayResult> results = run_cache_mode(trace, f, plan, progress, remote.get());
-  return report_cache_mode(results, trace, cli, f, out, err);
+  out.flush();  // the report is out before the linger
+  const bool events_ok = !events || events->close(err);
+  return status == kExitOk && !(pages_dumped && events_ok) ? kExitFailure : status;
 }
 
 }  // namespace radixkv::tools

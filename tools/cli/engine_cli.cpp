@@ -62,13 +62,15 @@ EngineReplayConfig engine_config(const EngineFlags& flags, const KvLayout& layou
 }
 
 int run_engine_replay(const Trace& trace, EngineReplayConfig config, const EnginePool& pool,
-                      bool json, std::ostream& out, std::ostream& err) {
+                      bool json, std::ostream& out, std::ostream& err,
+                      const std::function<void(ReplayResult&)>& report) {
   ReplayResult result;
   try {
     result = replay_engine(trace, config);
   } catch (const PoolTooSmall& e) {
     throw UsageError(fmt::format("{}: {}; give a larger pool", pool.flag, e.what()));
   }
+  if (report) report(result);
   out << (json ? format_report_json(result) + "\n" : format_report_text(result));
   if (!result.ok()) {
     err << fmt::format("radixkv replay: error: {} pages leaked{}{} (engine mode, {} pages)\n",

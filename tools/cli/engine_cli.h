@@ -3,6 +3,7 @@
 // is read; a pool too small for a request of the trace is a UsageError naming the pool's flag.
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -37,8 +38,17 @@ EngineReplayConfig engine_config(const EngineFlags& flags, const KvLayout& layou
                                  const std::string& model, const std::string& policy,
                                  const EnginePool& pool);
 
+// What the rest of the command line adds to one replay: its tier events, a look at the final tree,
+// and fields of the report (tools/cli/events_flags.h).
+struct ReplayHooks {
+  TierEvents* events = nullptr;
+  std::function<void(const RadixTree&)> at_end;
+  std::function<void(ReplayResult&)> report = [](ReplayResult&) {};
+};
+
 // Runs the replay and prints the report (text or JSON); returns the exit status.
 int run_engine_replay(const Trace& trace, EngineReplayConfig config, const EnginePool& pool,
-                      bool json, std::ostream& out, std::ostream& err);
+                      bool json, std::ostream& out, std::ostream& err,
+                      const std::function<void(ReplayResult&)>& report = {});
 
 }  // namespace radixkv::tools

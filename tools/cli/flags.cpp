@@ -93,6 +93,15 @@ CLI::Option* CommandLine::text(std::string_view name, std::string& target,
   return add(app_.add_option(std::string(name), target, std::string(help)), value_name);
 }
 
+CLI::Option* CommandLine::texts(std::string_view name, std::vector<std::string>& target,
+                                std::string_view value_name, std::string_view help) {
+  CLI::Option* option =
+      add(app_.add_option(std::string(name), target, std::string(help)), value_name);
+  option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  repeatable_.push_back(option);
+  return option;
+}
+
 CLI::Option* CommandLine::count(std::string_view name, uint64_t& target,
                                 std::string_view value_name, std::string_view help, uint64_t min,
                                 uint64_t max) {
@@ -152,7 +161,9 @@ bool CommandLine::parse(std::span<const std::string> args, std::ostream& out) {
   }
   for (const CLI::Option* option : app_.get_options()) {
     // CLI11 lets a plain flag repeat; here nothing may.
-    if (option->count() > 1) {
+    const bool repeatable =
+        std::find(repeatable_.begin(), repeatable_.end(), option) != repeatable_.end();
+    if (option->count() > 1 && !repeatable) {
       throw UsageError(fmt::format("{}: given more than once", option->get_name()));
     }
   }

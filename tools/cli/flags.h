@@ -2,7 +2,8 @@
 //
 // Conventions every subcommand keeps (tests/test_bad_input_matrix.cpp checks them):
 //   - `--name VALUE` or `--name=VALUE`; flags without a value are plain `--name`;
-//   - anything else (an unknown flag, a positional argument, a flag given twice, a missing or empty
+//   - anything else (an unknown flag, a positional argument, a flag given twice (but one declared
+//     with texts(), which collects one value per use), a missing or empty
 //     value, a value given to a plain flag) is a UsageError naming the flag, before any work;
 //   - values with units are checked by validators (sizes, counts, thresholds: tools/trace/units.h)
 //     whose errors name the flag too;
@@ -31,6 +32,9 @@ class CommandLine {
   // A flag taking a value, kept as text; `validator` (optional) checks it up front.
   CLI::Option* text(std::string_view name, std::string& target, std::string_view value_name,
                     std::string_view help);
+  // A flag that may be given several times, one value each time, kept in order.
+  CLI::Option* texts(std::string_view name, std::vector<std::string>& target,
+                     std::string_view value_name, std::string_view help);
   // A non-negative whole number (units.h counts: 3993, 1e6) in [min, max].
   CLI::Option* count(std::string_view name, uint64_t& target, std::string_view value_name,
                      std::string_view help, uint64_t min = 0, uint64_t max = UINT64_MAX);
@@ -63,6 +67,7 @@ class CommandLine {
   std::string command_;
   CLI::App app_;
   std::map<std::string, std::string, std::less<>> origins_;  // flag -> where set_if_unset got it
+  std::vector<const CLI::Option*> repeatable_;               // texts() flags
 };
 
 // "a,b,c" -> {"a", "b", "c"} (empty parts kept, so that validators see them).

@@ -100,6 +100,7 @@ class CacheReplayer {
     }
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
+    if (config.events != nullptr) tree_->set_tier_events(config.events);
   }
 
   ReplayResult run();
@@ -223,6 +224,7 @@ void CacheReplayer::replay_request(std::size_t i) {
   result_.remote.hit_tokens += uint64_t{remote_pages} * page_tokens_;
   result_.inserted_pages += got;
   result_.uncached_pages += want - got;
+  tree_->flush_events();  // the request's changes as one batch
 }
 
 // The pages after the match that the remote tier holds, loaded into the first of `pages` (fresh
@@ -261,6 +263,7 @@ void CacheReplayer::finish_run() {
     result_.host.final_cached_pages = tree_->host_cached_pages();
     if (result_.accounting_error.empty()) result_.accounting_error = check_host_identity(*tree_);
   }
+  if (config_.at_end) config_.at_end(*tree_);
   tree_.reset();  // releases the tree's reference on every page it still indexes
   result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
   if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();

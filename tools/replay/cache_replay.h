@@ -44,6 +44,7 @@
 
 #include "eviction/eviction_policy.h"
 #include "kv_store/kv_layout.h"
+#include "radix/radix_tree.h"
 #include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
 #include "tools/trace/trace.h"
@@ -72,6 +73,11 @@ struct CacheReplayConfig {
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned); nullptr: none.
   remote::RemoteTier* remote = nullptr;
+  // The replayed cache's tier events (radix/tier_events.h, e.g. an events::EventBatcher): every
+  // change of its pages, one flush per request; nullptr: none. Must outlive the replay.
+  TierEvents* events = nullptr;
+  // Called with the tree once the run is over, before it is torn down (its final pages).
+  std::function<void(const RadixTree&)> at_end;
   // Called every 256 requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

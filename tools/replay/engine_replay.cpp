@@ -13,28 +13,13 @@
 
 #include "kv_store/page_pool.h"
 #include "runtime/prefix_cache_runtime.h"
-#include "tools/replay/percentile.h"
+#include "tools/replay/engine_parts.h"
 
 namespace radixkv::tools {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void check_fits(const Trace& trace, const EngineReplayConfig& config) {
-  const uint32_t page_tokens = config.layout.page_tokens;
-  for (std::size_t i = 0; i < trace.requests.size(); ++i) {
-    const TraceRequest& r = trace.requests[i];
-    const uint64_t needed = Scheduler::pages_needed(r.input_tokens, r.output_tokens, page_tokens);
-    if (needed > config.pool_pages) {
-      throw PoolTooSmall(fmt::format(
-          "the KV pool holds {} pages ({} tokens of {}), too small for request {} (id {}): its "
-          "{} prompt and {} answer tokens need {} pages while it runs",
-          config.pool_pages, config.pool_pages * page_tokens, config.model, i, r.id, r.input_tokens,
-          r.output_tokens, needed));
-    }
-  }
-}
 
 // What one run measures beyond EngineRun: the cache's side, for the report of the primary run.
 struct CacheSide {
@@ -47,71 +32,24 @@ struct CacheSide {
   HostTierResult host;  // with a host tier
 };
 
-// Request indices in arrival order: trace order where arrival times agree with it, and a stable
-// sort by arrival where they do not (a request is never submitted before it arrives, nor held
-// back behind a later arrival written above it).
-std::vector<uint32_t> arrival_order(const Trace& trace, uint64_t& out_of_order) {
-  std::vector<uint32_t> order(trace.requests.size());
-  double latest = 0;
-  out_of_order = 0;
-  for (uint32_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
-    const double t = trace.requests[i].arrival_s;
-    if (i > 0 && t < latest) ++out_of_order;
-    latest = std::max(latest, t);
-  }
-  if (out_of_order > 0) {
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return trace.requests[a].arrival_s < trace.requests[b].arrival_s;
-    });
-  }
-  return order;
-}
-
-void summarise_ttft(std::vector<double>& ttft, EngineRun& run) {
-  std::sort(ttft.begin(), ttft.end());
-  run.ttft_p50_s = percentile(ttft, 50);
-  run.ttft_p90_s = percentile(ttft, 90);
-  run.ttft_p99_s = percentile(ttft, 99);
-  run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();
-  double sum = 0;
-  for (double t : ttft) sum += t;
-  run.ttft_mean_s = ttft.empty() ? 0.0 : sum / static_cast<double>(ttft.size());
-}
-
-// The end-of-run check with no live sequence: refcounts, the identity, tree.verify().
-std::string check_accounting(PrefixCacheRuntime& runtime) {
-  try {
-    const uint64_t private_pages = runtime.check_accounting();
-    if (private_pages != 0 || runtime.live_sequences() != 0) {
-      return fmt::format("{} private pages and {} live sequences after the run", private_pages,
-                         runtime.live_sequences());
-    }
-    if (runtime.tree().protected_pages() != 0) {
-      return fmt::format("{} cached pages still protected", runtime.tree().protected_pages());
-    }
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-
 // One run over the whole trace: requests submitted at their arrival (in `order`), steps priced by
 // the cost model, the clock jumping to the next arrival when the engine is idle.
 class EngineRunner {
  public:
-  // `host`: the host tier under the pool (nullptr: none).
+  // `host`: the host tier under the pool (nullptr: none). `primary`: the run the report describes,
+  // which alone reports to config.events and config.at_end (not its baselines).
   EngineRunner(const Trace& trace, const EngineReplayConfig& config,
                const std::vector<uint32_t>& order, bool use_cache,
-               const HostTierReplayConfig* host = nullptr)
+               const HostTierReplayConfig* host = nullptr, bool primary = false)
       : trace_(trace),
         config_(config),
+        primary_(primary),
         order_(order),
         pool_(config.layout, static_cast<uint32_t>(config.pool_pages)),
         host_pages_(host_pages(pool_, trace, host)),
         runtime_(std::make_unique<PrefixCacheRuntime>(
             pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy},
-            tier_config(host, host_pages_.get()))),
+            tier_config(host, host_pages_.get(), primary ? config.events : nullptr))),
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
@@ -127,18 +65,10 @@ class EngineRunner {
   EngineRun run(CacheSide& side);
 
  private:
-  static SchedulerConfig scheduler_config(const EngineReplayConfig& config, bool use_cache) {
-    SchedulerConfig sched = config.scheduler;
-    const SchedulerConfig policy = SchedulerConfig::from_schedule(config.schedule);
-    sched.policy = policy.policy;
-    sched.share_prefixes = policy.share_prefixes;
-    sched.use_cache = use_cache;
-    sched.time_calls = true;
-    return sched;
-  }
   static std::unique_ptr<HostTierPages> host_pages(const PagePool& pool, const Trace& trace,
                                                    const HostTierReplayConfig* host);
-  static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages);
+  static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
+                                TierEvents* events);
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
   uint64_t new_written_pages();
   void admitted(uint64_t id, const AdmitResult& r);
@@ -150,6 +80,7 @@ class EngineRunner {
 
   const Trace& trace_;
   const EngineReplayConfig& config_;
+  const bool primary_;
   const std::vector<uint32_t>& order_;
   PagePool pool_;
   std::unique_ptr<HostTierPages> host_pages_;  // outlives runtime_
@@ -184,8 +115,9 @@ std::unique_ptr<HostTierPages> EngineRunner::host_pages(const PagePool& pool, co
                                          std::min<uint64_t>(largest, pool.capacity_pages()));
 }
 
-TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages) {
-  TierConfig tiers;
+TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
+                                     TierEvents* events) {
+  TierConfig tiers = TierConfig::with_events(events);
   if (pages == nullptr) return tiers;
   tiers.host.pool = pages->pool.get();
   tiers.host.copier = pages->copier.get();
@@ -250,16 +182,8 @@ bool EngineRunner::wait_for_copies() {
 }
 
 void EngineRunner::submit(uint32_t index) {
-  const TraceRequest& r = trace_.requests[index];
-  SchedRequest request;
-  request.id = index;
-  request.name_space = r.ns;
-  request.priority = r.priority;
-  const std::span<const TokenId> prompt = expander_.expand(index);
-  request.prompt.assign(prompt.begin(), prompt.end());
-  append_content(answer_key(r), 0, r.output_tokens, request.answer);
-  run_.output_tokens += r.output_tokens;
-  if (!scheduler_->submit(std::move(request))) ++run_.rejected;
+  run_.output_tokens += trace_.requests[index].output_tokens;
+  if (!scheduler_->submit(sched_request(trace_, expander_, index))) ++run_.rejected;
 }
 
 void EngineRunner::step() {
@@ -343,6 +267,7 @@ void EngineRunner::finish(CacheSide& side) {
     side.host.add_tree_stats(runtime_->tree().stats());
     side.host.final_cached_pages = runtime_->tree().host_cached_pages();
   }
+  if (primary_ && config_.at_end) config_.at_end(runtime_->tree());
   scheduler_.reset();
   runtime_.reset();  // the tree releases every page it still indexes
   side.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
@@ -354,16 +279,7 @@ void EngineRunner::finish(CacheSide& side) {
 }  // namespace
 
 ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config) {
-  if (config.pool_pages == 0 || config.pool_pages >= kInvalidPage) {
-    throw std::invalid_argument(fmt::format("the KV pool must be between 1 and {} pages, got {}",
-                                            kInvalidPage - 1, config.pool_pages));
-  }
-  if (config.window == 0) throw std::invalid_argument("engine replay: window must be at least 1");
-  SchedulerConfig::from_schedule(config.schedule);  // a bad name throws before anything runs
-  config.scheduler.validate();
-  make_policy(config.policy);
-  config.host.validate();
-  check_fits(trace, config);
+  check_engine_config(trace, config);
 
   ReplayResult result = start_replay_result("engine", config.policy, trace, config.model,
                                             config.layout, config.pool_pages);
@@ -377,7 +293,8 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   const std::vector<uint32_t> order = arrival_order(trace, engine.out_of_order);
   const bool host = config.host.enabled() && !config.no_cache;
   engine.run =
-      EngineRunner(trace, config, order, !config.no_cache, host ? &config.host : nullptr).run(side);
+      EngineRunner(trace, config, order, !config.no_cache, host ? &config.host : nullptr, true)
+          .run(side);
   // A baseline's leaks and accounting errors count as the primary run's.
   const auto baseline = [&](bool use_cache, const char* what) {
     CacheSide baseline_side;

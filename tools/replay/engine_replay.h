@@ -59,6 +59,12 @@ struct EngineReplayConfig {
   // A host tier under the pool (tools/replay/host_tier.h), its copies priced on a copy engine
   // that overlaps compute; compare_no_cache then also runs without it (EngineResult::device_only).
   HostTierReplayConfig host;
+  // The replayed cache's tier events (radix/tier_events.h, e.g. an events::EventBatcher): every
+  // change of its pages, one flush per runtime call; nullptr: none. Must outlive the replay.
+  TierEvents* events = nullptr;
+  // Both for the run the report describes only, not for its baselines.
+  // Called with the tree once the run is over, before it is torn down (its final pages).
+  std::function<void(const RadixTree&)> at_end;
   // Called every few thousand requests finished and once at the end: (finished, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -19,7 +19,15 @@ double ratio(uint64_t part, uint64_t whole) {
 
 using Json = nlohmann::ordered_json;
 
-void add_run_json(Json& out, const EngineRun& run) {
+}  // namespace
+
+nlohmann::ordered_json cost_model_json(const CostModel& cost) {
+  return {{"prefill_s_per_token", cost.prefill_s_per_token},
+          {"decode_s_per_step", cost.decode_s_per_step},
+          {"decode_s_per_seq", cost.decode_s_per_seq}};
+}
+
+void add_run_json(nlohmann::ordered_json& out, const EngineRun& run) {
   out["cache_enabled"] = run.cache;
   out["steps"] = run.steps;
   out["preemptions"] = run.preemptions;
@@ -39,8 +47,6 @@ void add_run_json(Json& out, const EngineRun& run) {
   out["output_tokens_per_second"] = run.output_tokens_per_second();
   out["requests_per_simulated_second"] = run.requests_per_second();
 }
-
-}  // namespace
 
 std::string format_engine_text(const EngineResult& e, uint64_t input_tokens) {
   std::string out;
@@ -106,9 +112,7 @@ void add_engine_json(Json& out, const EngineResult& e, uint64_t input_tokens) {
   out["max_running"] = e.max_running;
   out["chunk_tokens"] = e.chunk_tokens;
   out["out_of_order_requests"] = e.out_of_order;
-  out["cost_model"] = {{"prefill_s_per_token", e.cost.prefill_s_per_token},
-                       {"decode_s_per_step", e.cost.decode_s_per_step},
-                       {"decode_s_per_seq", e.cost.decode_s_per_seq}};
+  out["cost_model"] = cost_model_json(e.cost);
   add_run_json(out, e.run);
   if (e.device_only) {
     out["copy_engines"] = {{"h2d_gbps", e.h2d_gbps}, {"d2h_gbps", e.d2h_gbps}};

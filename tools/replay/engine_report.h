@@ -20,6 +20,10 @@ namespace radixkv::tools {
 // Lines to append to the text report: the schedule, the cost model and a table of the run with
 // the cache beside the run without it.
 std::string format_engine_text(const EngineResult& engine, uint64_t input_tokens);
+// {prefill_s_per_token, decode_s_per_step, decode_s_per_seq}
+nlohmann::ordered_json cost_model_json(const CostModel& cost);
+// Adds one run's keys (cache_enabled, steps ... requests_per_simulated_second) to a report object.
+void add_run_json(nlohmann::ordered_json& out, const EngineRun& run);
 // Adds the engine's keys to a report object.
 void add_engine_json(nlohmann::ordered_json& out, const EngineResult& engine,
                      uint64_t input_tokens);

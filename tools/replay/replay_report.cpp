@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "tools/replay/cluster_report.h"
 #include "tools/replay/engine_report.h"
 #include "tools/replay/host_tier_report.h"
 #include "tools/trace/units.h"
@@ -104,7 +105,11 @@ std::string format_report_text(const ReplayResult& r) {
                    group_digits(static_cast<uint64_t>(r.requests_per_second())), r.cache_seconds));
   line("admit latency", latency_text(r.admit));
   line("finish latency", latency_text(r.finish));
+  if (r.kv_events_published) {
+    line("kv events", fmt::format("{} batches published", group_digits(*r.kv_events_published)));
+  }
   if (r.mode == "engine") out += format_engine_text(r.engine, r.input_tokens);
+  if (r.mode == "cluster") out += format_cluster_text(r.cluster);
   return out;
 }
 
@@ -156,7 +161,9 @@ Json report_json(const ReplayResult& r) {
     out["remote_errors"] = r.remote.errors;
     out["remote_bad_values"] = r.remote.bad_values;
   }
+  if (r.kv_events_published) out["kv_events_published"] = *r.kv_events_published;
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
+  if (r.mode == "cluster") add_cluster_json(out, r.cluster);
   return out;
 }
 

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kv_store/kv_layout.h"
+#include "tools/replay/cluster_result.h"
 #include "tools/replay/engine_result.h"
 #include "tools/replay/host_tier.h"
 #include "tools/replay/latency.h"
@@ -27,7 +29,7 @@ struct RemoteReplayResult {
 
 struct ReplayResult {
   // What ran.
-  std::string mode;    // "cache" or "engine"
+  std::string mode;    // "cache", "engine" or "cluster"
   std::string policy;  // eviction policy name
   std::string trace;   // the trace's source
   std::string model;   // the KV layout preset that converts tokens to bytes
@@ -60,7 +62,11 @@ struct ReplayResult {
 
   HostTierResult host;        // with a host tier only (host.enabled)
   RemoteReplayResult remote;  // with a remote tier: hit_tokens counts its hits too
-  EngineResult engine;  // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
+  // Batches of KV events handed to the publisher (--kv-events); unset when not publishing.
+  std::optional<uint64_t> kv_events_published;
+
+  EngineResult engine;    // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
+  ClusterResult cluster;  // cluster mode only: routing, per-worker results, TTFT, balance
 
   double hit_rate() const {
     return input_tokens == 0 ? 0.0
