@@ -530,7 +530,9 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
   node->children_.clear();
   node->device_children_ = 0;
   while (!stack.empty()) {
-    const auto [x, parent] = stack.back();
+    // Plain variables: clang (the fuzz build) will not let the lambda below capture a binding.
+    RadixNode* const x = stack.back().first;
+    const PageHash parent = stack.back().second;
     stack.pop_back();
     x->children_.for_each(
         [&](uint64_t, RadixNode* child) { stack.emplace_back(child, last_hash(x)); });
