@@ -16,8 +16,9 @@ class Exclusive {
  public:
   Exclusive(std::atomic<bool>& busy, const char* what) : busy_(busy) {
     if (busy_.exchange(true, std::memory_order_acquire)) {
-      throw std::logic_error(std::string(what) +
-                             ": already inside another call (one thread at a time owns each object)");
+      throw std::logic_error(
+          std::string(what) +
+          ": already inside another call (one thread at a time owns each object)");
     }
   }
   ~Exclusive() { busy_.store(false, std::memory_order_release); }

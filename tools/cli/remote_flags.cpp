@@ -14,7 +14,7 @@ namespace {
 constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
 constexpr std::string_view kValueFlags[] = {"--remote-prefix", "--remote-timeout-ms",
                                             "--remote-value-bytes", "--remote-queue-pages"};
-}
+}  // namespace
 
 void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
   cli.text("--remote", f.url, "URL",
@@ -59,10 +59,10 @@ std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, con
     throw UsageError(fmt::format("{}: {}", cli.describe("--remote"), e.what()));
   }
   if (f.value_bytes > kMaxValueBytes) {
-    throw UsageError(fmt::format("{}: {} bytes per value is more than the {} a Redis value may "
-                                 "reasonably hold",
-                                 cli.describe("--remote-value-bytes"), f.value_bytes,
-                                 format_bytes(kMaxValueBytes)));
+    throw UsageError(fmt::format(
+        "{}: {} bytes per value is more than the {} a Redis value may "
+        "reasonably hold",
+        cli.describe("--remote-value-bytes"), f.value_bytes, format_bytes(kMaxValueBytes)));
   }
   if (f.prefix.empty()) {
     throw UsageError(
