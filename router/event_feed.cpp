@@ -19,6 +19,9 @@ using Clock = std::chrono::steady_clock;
 
 // How often the feed thread looks at its timers (and at the stop flag) when nothing arrives.
 constexpr std::chrono::milliseconds kTick{20};
+// Messages taken from one socket before the thread moves on. A worker answering a replay of a
+// million batches must not keep the thread from the stop flag, the other workers and the timers.
+constexpr size_t kDrainLimit = 1024;
 
 }  // namespace
 
@@ -264,27 +267,32 @@ void EventFeed::Impl::run() {
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
     }
-    const Clock::time_point now = Clock::now();
     for (size_t i = 0; i < workers.size(); ++i) {
       Worker& w = *workers[i];
       for (int socket = 0; socket < 2; ++socket) {
         if (!(items[2 * i + socket].revents & ZMQ_POLLIN)) continue;
         zmq::socket_t& from = socket == 0 ? w.sub : w.dealer;
         std::vector<zmq::message_t> frames;
-        while (zmq::recv_multipart(from, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
-          w.last_heard = now;
+        for (size_t taken = 0;
+             taken < kDrainLimit &&
+             zmq::recv_multipart(from, std::back_inserter(frames), zmq::recv_flags::dontwait);
+             ++taken) {
+          // Stamped when taken, not when the pass began: silence is the worker's, never the
+          // time this thread spent applying what the worker had already sent.
+          const Clock::time_point taken_at = Clock::now();
+          w.last_heard = taken_at;
           if (socket == 0) {
             on_pub(w, frames);
           } else {
             // Only an answer on the replay socket shows the worker serves us: it is up.
-            w.replay_heard = now;
+            w.replay_heard = taken_at;
             w.state.store(WorkerState::kUp);
             on_replay(w, frames);
           }
           frames.clear();
         }
       }
-      check_timers(w, now);
+      check_timers(w, Clock::now());
     }
   }
 }

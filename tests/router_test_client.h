@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,13 +15,17 @@
 
 namespace radixkv::testing {
 
-// Waits up to `limit` for `done()` to hold, checking every 10 ms.
+// Waits up to `limit` for `done()` to hold, checking after 10 ms, then less and less often (up to
+// every 200 ms): a check that asks the router for its whole index must not keep it from the work
+// being waited for.
 template <typename Pred>
 bool eventually(Pred done, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
   const auto until = std::chrono::steady_clock::now() + limit;
+  std::chrono::milliseconds pause(10);
   while (!done()) {
     if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 3 / 2, std::chrono::milliseconds(200));
   }
   return true;
 }

@@ -41,6 +41,7 @@ class ScriptedPublisher {
       : pub_(context_, zmq::socket_type::pub), router_(context_, zmq::socket_type::router) {
     pub_.bind("tcp://127.0.0.1:*");
     router_.set(zmq::sockopt::linger, 0);
+    router_.set(zmq::sockopt::sndhwm, 0);  // a ROUTER drops past it: every replay goes out whole
     router_.bind("tcp://127.0.0.1:*");
     pub_endpoint_ = pub_.get(zmq::sockopt::last_endpoint);
     replay_endpoint_ = router_.get(zmq::sockopt::last_endpoint);
@@ -107,10 +108,14 @@ class ScriptedPublisher {
   std::thread thread_;
 };
 
-// What the feed handed over: "b<ts>" per batch, "lost" per loss, in order.
+// What the feed handed over: "b<ts>" per batch, "lost" per loss, in order. A sink given a delay
+// takes that long over each batch, as a router with a big index under load.
 struct SinkLog {
-  FeedSink sink() {
-    return {[this](size_t, const events::EventBatch& b) { add(fmt::format("b{}", b.ts)); },
+  FeedSink sink(std::chrono::microseconds delay = {}) {
+    return {[this, delay](size_t, const events::EventBatch& b) {
+              std::this_thread::sleep_for(delay);
+              add(fmt::format("b{}", b.ts));
+            },
             [this](size_t, std::string_view) { add("lost"); }};
   }
   void add(std::string entry) {
@@ -238,6 +243,38 @@ TEST_CASE("router: a silent worker is dropped after the timeout and relearned wh
   CHECK(log.snapshot() == batches(0, 3) + std::vector<std::string>{"lost"} + batches(0, 3));
   CHECK(feed.status()[0].state == WorkerState::kUp);
   feed.stop();
+}
+
+TEST_CASE("router: a sink slower than the timeout is not a silent worker") {
+  // 1500 batches at 1 ms each: the replay takes the feed far longer than the 200 ms timeout, but
+  // the worker answered at once. Only the worker's silence may drop it, never the feed's own work.
+  ScriptedPublisher publisher;
+  for (uint64_t n = 0; n < 1500; ++n) publisher.buffer(n, payload(n));
+  SinkLog log;
+  EventFeed feed({publisher.endpoints("w")}, {"", 200ms, 50ms}, log.sink(1ms));
+  feed.start();
+  REQUIRE(eventually([&] { return log.snapshot().size() >= 1500; }, 20s));
+  std::this_thread::sleep_for(100ms);  // probes answered; nothing more may come
+  CHECK(log.snapshot() == batches(0, 1500));
+  CHECK(feed.status()[0].times_down == 0);
+  CHECK(feed.status()[0].state == WorkerState::kUp);
+  feed.stop();
+}
+
+TEST_CASE("router: stop() does not wait for a replay backlog to be applied") {
+  ScriptedPublisher publisher;
+  for (uint64_t n = 0; n < 3000; ++n) publisher.buffer(n, payload(n));
+  SinkLog log;
+  EventFeed feed({publisher.endpoints("w")}, {"", 10s, 5s}, log.sink(1ms));
+  feed.start();
+  REQUIRE(eventually([&] { return log.snapshot().size() >= 100; }, 20s));
+  const size_t before_stop = log.snapshot().size();
+  feed.stop();
+  // The whole replay is queued by now; the feed finishes at most the pass it is in (1024
+  // messages from one socket) and leaves the rest.
+  const size_t applied = log.snapshot().size();
+  CHECK(applied <= before_stop + 1024);
+  CHECK(log.snapshot() == batches(0, applied));
 }
 
 TEST_CASE("router: the feed names a worker whose endpoint is wrong") {

@@ -81,11 +81,12 @@ struct RouterProcess {
   std::set<MediumBlock> index_of(const std::string& worker) {
     return testing::router_index(*http, worker);
   }
-  nlohmann::json get_json(const std::string& path) {
+  std::string get_text(const std::string& path) {
     const auto res = http->Get(path.c_str());
     REQUIRE(res);
-    return nlohmann::json::parse(res->body);
+    return res->body;
   }
+  nlohmann::json get_json(const std::string& path) { return nlohmann::json::parse(get_text(path)); }
   nlohmann::json route(const nlohmann::json& body) {
     const auto res = http->Post("/route", body.dump(), "application/json");
     REQUIRE(res);
@@ -262,7 +263,7 @@ struct ReplayWorker {
 
 std::string generated_trace(const std::string& name, const std::string& seed) {
   const std::string path = testing::scratch_path(name);
-  ChildProcess gen({kRadixkv, "gen", "--conversations", "1500", "--seed", seed, "--out", path});
+  ChildProcess gen({kRadixkv, "gen", "--conversations", "400", "--seed", seed, "--out", path});
   REQUIRE(gen.wait(60s) == 0);
   return path;
 }
@@ -283,8 +284,13 @@ TEST_CASE("router: processes: `radixkv router` in front of two publishing `radix
   RouterProcess router(workers);  // catches up from seq 0 through the replay sockets
   const std::set<MediumBlock> pages0 = w0.final_pages(), pages1 = w1.final_pages();
   REQUIRE_FALSE(pages0.empty());
-  CHECK(eventually([&] { return router.index_of("w0") == pages0; }, 60s));
-  CHECK(eventually([&] { return router.index_of("w1") == pages1; }, 60s));
+  for (const auto& [worker, pages] : {std::pair{"w0", &pages0}, std::pair{"w1", &pages1}}) {
+    if (!eventually([&] { return router.index_of(worker) == *pages; }, 60s)) {
+      FAIL_CHECK("the index of " << worker << " holds " << router.index_of(worker).size()
+                                 << " pages, the worker " << pages->size() << "; metrics:\n"
+                                 << router.get_text("/metrics"));
+    }
+  }
   CHECK(router.metric("radixkv_router_gaps_unfilled_total{worker=\"w0\"}") == 0);
   CHECK(router.metric("radixkv_router_gaps_unfilled_total{worker=\"w1\"}") == 0);
 

@@ -38,12 +38,9 @@ add_executable(radixkv_event_script event_script_main.cpp)
 target_link_libraries(radixkv_event_script PRIVATE radixkv_test_events nlohmann_json::nlohmann_json
   CLI11::CLI11)
 
-# Also `slow`: its last case runs two whole `radixkv replay` processes, which under the sanitizers
-# outlast the case's timeouts (145 s under ASan against 9 s here), so scripts/sanitize.sh leaves
-# it to the plain build, where CI runs every case.
 radixkv_add_test(test_router_integration SOURCES test_router_integration.cpp
   LIBS radixkv_test_events radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json
-  LABELS integration slow)
+  LABELS integration)
 target_compile_definitions(test_router_integration PRIVATE
   RADIXKV_BINARY="$<TARGET_FILE:radixkv>"
   RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
