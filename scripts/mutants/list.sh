@@ -273,3 +273,14 @@ mutant belady-ignores-namespace tools/replay/belady_policy.cpp \
 mutant belady-nearest-first tools/replay/belady_policy.h \
   "belady evicts the page used soonest instead of the farthest" \
   'return a.rank > b.rank; }' 'return a.rank < b.rank; }'
+
+# ---- router/: the event feed
+mutant router-feed-unbounded-drain router/event_feed.cpp \
+  "the feed drains a socket to the end before it looks at the stop flag" \
+  'taken < kDrainLimit &&' 'true &&'
+mutant router-feed-stale-stamp router/event_feed.cpp \
+  "a message is stamped with the time its pass began, not when it was taken" \
+  'const Clock::time_point taken_at = Clock::now();' 'const Clock::time_point taken_at = w.replay_sent;'
+mutant router-feed-duplicate-applied router/event_feed.cpp \
+  "a PUB batch already applied through replay is applied again" \
+  'if (s < w.next_seq) return;  // already applied (through replay)' ''
