@@ -172,24 +172,22 @@ for test in json.load(sys.stdin)["tests"]:
     if not slow:
         targets.update(os.path.basename(word) for word in command
                        if word.startswith(build + "/") and os.access(word, os.X_OK))
-    cases = [i for i, word in enumerate(command) if word.startswith("--test-case=")]
-    if cases:
-        # The words before the filter: the executable, after its launcher when it has one
-        # (scripts/with-redis.sh [--cluster] EXE).
-        prefix = tuple(command[:cases[0]])
-        run = doctest.setdefault(prefix, {"where": where, "fast": 0, "slow": []})
+    # A test behind a launcher (scripts/with-redis.sh [--cluster] EXE --test-case=...) runs as
+    # ctest runs it, one case per launch: its cases expect a server of their own.
+    if len(command) == 2 and command[1].startswith("--test-case="):
+        run = doctest.setdefault(command[0], {"where": where, "fast": 0, "slow": []})
         if slow:
             run["slow"].append(test["name"].replace(",", "\\,"))
         else:
             run["fast"] += 1
     elif not slow:
         plain.append((test["name"], where, command))
-for prefix, run in doctest.items():
+for exe, run in doctest.items():
     if run["fast"]:
-        command = [*prefix, "--abort-after=1"]
+        command = [exe, "--abort-after=1"]
         if run["slow"]:
             command.append("--test-case-exclude=" + ",".join(run["slow"]))
-        plain.append((os.path.basename(prefix[-1]), run["where"], command, "doctest"))
+        plain.append((os.path.basename(exe), run["where"], command, "doctest"))
 for name, (dir, skip, env), command, *kind in plain:
     print("run", *map(shlex.quote,
                       [name, dir, skip, (kind or ["plain"])[0], shlex.join(env + command)]))
