@@ -140,23 +140,32 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
   return a;
 }
 
-// A feed over a scripted publisher that already buffers batches 0 .. buffered-1, started and
-// caught up with them.
-struct FeedRig {
-  FeedRig(uint64_t buffered, FeedOptions options, std::optional<uint64_t> serve_up_to = {}) {
+// A feed over a scripted publisher that already buffers batches 0 .. buffered-1, started; its
+// sink takes `sink_delay` over each batch.
+struct StartedFeed {
+  StartedFeed(uint64_t buffered, FeedOptions options, std::chrono::microseconds sink_delay = {},
+              std::optional<uint64_t> serve_up_to = {}) {
     for (uint64_t n = 0; n < buffered; ++n) publisher.buffer(n, payload(n));
     if (serve_up_to) publisher.serve_up_to(*serve_up_to);
-    feed = std::make_unique<EventFeed>(std::vector{publisher.endpoints("w")}, options, log.sink());
+    feed = std::make_unique<EventFeed>(std::vector{publisher.endpoints("w")}, options,
+                                       log.sink(sink_delay));
     feed->start();
-    const uint64_t caught_up = std::min(buffered, serve_up_to.value_or(buffered - 1) + 1);
-    REQUIRE(eventually([&] { return log.snapshot().size() == caught_up; }));
-    CHECK(log.snapshot() == batches(0, caught_up));
-    CHECK(feed->status()[0].state == WorkerState::kUp);
   }
 
   ScriptedPublisher publisher;
   SinkLog log;
   std::unique_ptr<EventFeed> feed;
+};
+
+// The same, caught up with the buffered batches.
+struct FeedRig : StartedFeed {
+  FeedRig(uint64_t buffered, FeedOptions options, std::optional<uint64_t> serve_up_to = {})
+      : StartedFeed(buffered, options, {}, serve_up_to) {
+    const uint64_t caught_up = std::min(buffered, serve_up_to.value_or(buffered - 1) + 1);
+    REQUIRE(eventually([&] { return log.snapshot().size() == caught_up; }));
+    CHECK(log.snapshot() == batches(0, caught_up));
+    CHECK(feed->status()[0].state == WorkerState::kUp);
+  }
 };
 
 }  // namespace
@@ -250,11 +259,9 @@ TEST_CASE("router: a silent worker is dropped after the timeout and relearned wh
 TEST_CASE("router: a sink slower than the timeout is not a silent worker") {
   // 1500 batches at 1 ms each: the replay takes the feed far longer than the 200 ms timeout, but
   // the worker answered at once. Only the worker's silence may drop it, never the feed's own work.
-  ScriptedPublisher publisher;
-  for (uint64_t n = 0; n < 1500; ++n) publisher.buffer(n, payload(n));
-  SinkLog log;
-  EventFeed feed({publisher.endpoints("w")}, {"", 200ms, 50ms}, log.sink(1ms));
-  feed.start();
+  StartedFeed rig(1500, {"", 200ms, 50ms}, 1ms);
+  SinkLog& log = rig.log;
+  EventFeed& feed = *rig.feed;
   REQUIRE(eventually([&] { return log.snapshot().size() >= 1500; }, 20s));
   std::this_thread::sleep_for(100ms);  // probes answered; nothing more may come
   CHECK(log.snapshot() == batches(0, 1500));
@@ -264,11 +271,9 @@ TEST_CASE("router: a sink slower than the timeout is not a silent worker") {
 }
 
 TEST_CASE("router: stop() does not wait for a replay backlog to be applied") {
-  ScriptedPublisher publisher;
-  for (uint64_t n = 0; n < 3000; ++n) publisher.buffer(n, payload(n));
-  SinkLog log;
-  EventFeed feed({publisher.endpoints("w")}, {"", 10s, 5s}, log.sink(1ms));
-  feed.start();
+  StartedFeed rig(3000, {"", 10s, 5s}, 1ms);
+  SinkLog& log = rig.log;
+  EventFeed& feed = *rig.feed;
   REQUIRE(eventually([&] { return log.snapshot().size() >= 100; }, 20s));
   const size_t before_stop = log.snapshot().size();
   feed.stop();

@@ -284,10 +284,13 @@ TEST_CASE("router: processes: `radixkv router` in front of two publishing `radix
   RouterProcess router(workers);  // catches up from seq 0 through the replay sockets
   const std::set<MediumBlock> pages0 = w0.final_pages(), pages1 = w1.final_pages();
   REQUIRE_FALSE(pages0.empty());
-  for (const auto& [worker, pages] : {std::pair{"w0", &pages0}, std::pair{"w1", &pages1}}) {
-    if (!eventually([&] { return router.index_of(worker) == *pages; }, 60s)) {
-      FAIL_CHECK("the index of " << worker << " holds " << router.index_of(worker).size()
-                                 << " pages, the worker " << pages->size() << "; metrics:\n"
+  // (No structured binding here: clang before 16 refuses to capture one in a lambda.)
+  for (const std::pair<std::string, const std::set<MediumBlock>*> worker :
+       {std::pair{"w0", &pages0}, std::pair{"w1", &pages1}}) {
+    if (!eventually([&] { return router.index_of(worker.first) == *worker.second; }, 60s)) {
+      FAIL_CHECK("the index of " << worker.first << " holds "
+                                 << router.index_of(worker.first).size() << " pages, the worker "
+                                 << worker.second->size() << "; metrics:\n"
                                  << router.get_text("/metrics"));
     }
   }
