@@ -32,6 +32,8 @@ RedisStore::RedisStore(RedisUrl url, RedisStoreOptions options)
 
 std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& commands) {
   if (commands.empty()) return {};
+  // Connecting (when needed) and the round trip share one deadline.
+  const Deadline deadline = std::chrono::steady_clock::now() + options_.timeout;
   if (!connection_ || connection_->broken()) {
     connection_.reset();
     if (!backoff_.ready()) {
@@ -39,14 +41,14 @@ std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& command
     }
     try {
       connection_ = std::make_unique<RedisConnection>(
-          url_.endpoints.front(), RedisLogin{url_.user, url_.password, url_.db}, options_.timeout);
+          url_.endpoints.front(), RedisLogin{url_.user, url_.password, url_.db}, deadline);
     } catch (const RemoteError&) {
       backoff_.failed();
       throw;
     }
   }
   try {
-    std::vector<RedisReply> replies = connection_->pipeline(commands);
+    std::vector<RedisReply> replies = connection_->pipeline(commands, deadline);
     backoff_.succeeded();
     return replies;
   } catch (const RemoteError&) {
