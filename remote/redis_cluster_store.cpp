@@ -86,12 +86,14 @@ uint16_t RedisClusterStore::node_index(const RedisEndpoint& endpoint) {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].endpoint == endpoint) return static_cast<uint16_t>(i);
   }
-  nodes_.push_back({endpoint, Backoff(options_.first_backoff, options_.most_backoff), nullptr});
+  nodes_.push_back({endpoint, ResolvedHost(endpoint.host, options_.look_up),
+                    Backoff(options_.first_backoff, options_.most_backoff), nullptr});
   return static_cast<uint16_t>(nodes_.size() - 1);
 }
 
 void RedisClusterStore::node_failed(Node& node) {
   node.connection.reset();
+  node.host.forget();
   node.backoff.failed();
   have_slots_ = false;  // the node may have failed over: ask the others for the map next time
 }
@@ -104,8 +106,9 @@ RedisConnection* RedisClusterStore::connect(Node& node, Deadline deadline, std::
     return nullptr;
   }
   try {
-    node.connection = std::make_unique<RedisConnection>(
-        node.endpoint, RedisLogin{url_.user, url_.password, 0}, deadline);
+    node.connection =
+        std::make_unique<RedisConnection>(node.endpoint, node.host.address(deadline),
+                                          RedisLogin{url_.user, url_.password, 0}, deadline);
     return node.connection.get();
   } catch (const RemoteError& e) {
     error = e.what();

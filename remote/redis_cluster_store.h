@@ -27,6 +27,7 @@
 #include "remote/backoff.h"
 #include "remote/redis_connection.h"
 #include "remote/redis_store.h"
+#include "remote/resolved_host.h"
 
 namespace radixkv::remote {
 
@@ -47,6 +48,7 @@ class RedisClusterStore final : public RemoteStore {
  private:
   struct Node {
     RedisEndpoint endpoint;
+    ResolvedHost host;
     Backoff backoff;
     std::unique_ptr<RedisConnection> connection;
   };

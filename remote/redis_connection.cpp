@@ -53,11 +53,11 @@ RedisReply copy_reply(const redisReply& r) {
 
 }  // namespace
 
-RedisConnection::RedisConnection(const RedisEndpoint& endpoint, const RedisLogin& login,
-                                 Deadline deadline)
+RedisConnection::RedisConnection(const RedisEndpoint& endpoint, const std::string& address,
+                                 const RedisLogin& login, Deadline deadline)
     : endpoint_(endpoint) {
-  context_.reset(redisConnectWithTimeout(endpoint.host.c_str(), endpoint.port,
-                                         to_timeval(time_left(deadline))));
+  context_.reset(
+      redisConnectWithTimeout(address.c_str(), endpoint.port, to_timeval(time_left(deadline))));
   if (context_ == nullptr) fail("out of memory allocating the connection");
   if (context_->err != 0) fail(fmt::format("cannot connect: {}", context_->errstr));
   std::vector<RedisCommand> hello;

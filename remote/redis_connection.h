@@ -63,9 +63,11 @@ void run_pipelines(std::span<Pipeline> pipelines, Deadline deadline);
 
 class RedisConnection {
  public:
-  // Connects, logs in and selects the database, all before `deadline`. Throws RemoteError naming
-  // the endpoint and the reason (never the password).
-  RedisConnection(const RedisEndpoint& endpoint, const RedisLogin& login, Deadline deadline);
+  // Connects to `address` (numeric: remote/resolved_host.h), logs in and selects the database,
+  // all before `deadline`. Throws RemoteError naming the endpoint and the reason (never the
+  // password).
+  RedisConnection(const RedisEndpoint& endpoint, const std::string& address,
+                  const RedisLogin& login, Deadline deadline);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;

@@ -28,7 +28,8 @@ void add_put_reply(const RedisReply& reply, PutResult& result) {
 RedisStore::RedisStore(RedisUrl url, RedisStoreOptions options)
     : url_(std::move(url)),
       options_(options),
-      backoff_(options.first_backoff, options.most_backoff) {}
+      backoff_(options.first_backoff, options.most_backoff),
+      host_(url_.endpoints.front().host, options.look_up) {}
 
 std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& commands) {
   if (commands.empty()) return {};
@@ -41,8 +42,10 @@ std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& command
     }
     try {
       connection_ = std::make_unique<RedisConnection>(
-          url_.endpoints.front(), RedisLogin{url_.user, url_.password, url_.db}, deadline);
+          url_.endpoints.front(), host_.address(deadline),
+          RedisLogin{url_.user, url_.password, url_.db}, deadline);
     } catch (const RemoteError&) {
+      host_.forget();  // the name may point elsewhere now
       backoff_.failed();
       throw;
     }
@@ -53,6 +56,7 @@ std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& command
     return replies;
   } catch (const RemoteError&) {
     connection_.reset();
+    host_.forget();
     backoff_.failed();
     throw;
   }

@@ -110,6 +110,34 @@ TEST_CASE(
                                  << " tokens)");
 }
 
+TEST_CASE("names: a server named by host name is looked up and used") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  auto tier = make_tier(fmt::format("redis://localhost:{}", port));
+  const tools::ReplayResult r = replay(small_trace(), tier.get());
+  tier->drain();
+  CHECK(r.ok());
+  CHECK(tier->stats().stored_pages > 0);
+  CHECK(tier->stats().errors == 0);
+  CHECK(redis_cli(port, "dbsize") == std::to_string(tier->stats().stored_pages));
+}
+
+TEST_CASE("names: a host that never resolves costs counted errors, never a hang") {
+  // No server needed: RFC 6761 reserves .invalid for names that never resolve.
+  const auto t0 = std::chrono::steady_clock::now();
+  const testing::CliRun run = testing::run_cli({"replay", "--capacity-tokens", "2048", "--remote",
+                                                "redis://radixkv-test.invalid:6379",
+                                                "--remote-timeout-ms", "200", "--json"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_MESSAGE(run.status == 0, run.err);
+  const auto json = nlohmann::json::parse(run.out);
+  CHECK(json["remote_errors"].get<uint64_t>() > 0);
+  CHECK(json["remote_stored_pages"] == 0);
+  CHECK(json["remote_hit_tokens"] == 0);
+  CHECK(seconds < 20.0);
+}
+
 TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted, nothing leaked") {
   RADIXKV_NEED_REDIS();
   const int port = testing::redis_ports().at(0);
