@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace radixkv::remote {
 
@@ -23,6 +26,39 @@ timeval to_timeval(std::chrono::microseconds t) {
 std::chrono::microseconds time_left(Deadline deadline) {
   return std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
 }
+
+// hiredis 0.14 writes with write(), which raises SIGPIPE when the server has reset the connection
+// (it went away mid-write), and SIGPIPE's default action ends the process. While one is alive,
+// SIGPIPE is blocked on this thread (write() directs it at the writing thread), and one raised
+// meanwhile is taken back before the old mask returns; the write fails with EPIPE instead, a
+// RemoteError. (Linux has no per-socket SO_NOSIGPIPE, and hiredis does not pass MSG_NOSIGNAL.)
+class SigpipeHeld {
+ public:
+  SigpipeHeld() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    already_pending_ = sigismember(&pending, SIGPIPE) == 1;  // not ours to take
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeHeld() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!already_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec now{};
+      while (sigtimedwait(&pipe_, nullptr, &now) == -1 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeHeld(const SigpipeHeld&) = delete;
+  SigpipeHeld& operator=(const SigpipeHeld&) = delete;
+
+ private:
+  sigset_t pipe_{}, old_{};
+  bool already_pending_ = false;
+};
 
 RedisReply copy_reply(const redisReply& r) {
   RedisReply out;
@@ -112,6 +148,7 @@ void RedisConnection::send(const std::vector<RedisCommand>& commands, Deadline d
   }
   // A blocking write, bounded by the socket's send timeout: small pipelines fit the socket
   // buffer at once; a large one to a server that stops reading waits at most until the deadline.
+  const SigpipeHeld no_sigpipe;
   for (int done = 0; done == 0;) {
     const auto left = time_left(deadline);
     if (left.count() <= 0 || redisSetTimeout(context_.get(), to_timeval(left)) != REDIS_OK ||

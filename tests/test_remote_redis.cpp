@@ -159,6 +159,22 @@ TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted,
   CHECK(seconds < 10.0);
 }
 
+TEST_CASE("faults: a server gone while a large put is being sent: an error, not SIGPIPE") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  auto store =
+      remote::make_redis_store(remote::RedisUrl::parse(testing::redis_url()), fast_options(2s));
+  const std::vector<std::pair<std::string, std::string>> small{{"warm", "up"}};
+  REQUIRE(store->put(small).stored == 1);  // connected
+  testing::kill_redis(port);
+  // Far more than the socket buffers hold: the write goes on after the peer has reset the
+  // connection, which raises SIGPIPE unless the store keeps it from the process.
+  std::vector<std::pair<std::string, std::string>> large;
+  for (int i = 0; i < 16; ++i)
+    large.emplace_back(fmt::format("big:{}", i), std::string(1 << 20, 'x'));
+  CHECK_THROWS_AS(store->put(large), remote::RemoteError);
+}
+
 TEST_CASE("faults: Redis restarted (empty): the same tier reconnects and hits resume") {
   RADIXKV_NEED_REDIS();
   const int port = testing::redis_ports().at(0);
