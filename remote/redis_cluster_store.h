@@ -4,10 +4,10 @@
 // Routing, as the Redis Cluster specification describes it (https://redis.io/docs/reference/
 // cluster-spec/): slot = CRC16-XMODEM(key) mod 16384, where a key holding "{tag}" with a non-empty
 // tag hashes only the tag. The slot map comes from CLUSTER SLOTS, asked of any reachable node
-// (the URL's seeds first). A reply "MOVED slot host:port" (the slot moved for good) updates the map
-// and the command is sent again there; "ASK slot host:port" (a slot being migrated) sends it once
-// to that node after ASKING, without changing the map. A batch follows at most a few redirections
-// and then fails with RemoteError.
+// (the URL's seeds first; nodes that failed last go last). A reply "MOVED slot host:port" (the slot
+// moved for good) updates the map and the command is sent again there; "ASK slot host:port" (a slot
+// being migrated) sends it once to that node after ASKING, without changing the map. A key is
+// redirected a few times at most, and then fails (as below).
 //
 // A batch is one round trip: every master's pipeline is sent before any reply is read, and the
 // whole batch (slot map, connections, redirections included) ends by one deadline, the store's

@@ -7,7 +7,8 @@
 // commands are written first, then the replies are read as they arrive (poll), all before one
 // deadline, so a batch over N servers costs the slowest server's round trip, not the sum, and a
 // server that does not answer costs the deadline once, not once per server. One connection failing
-// does not fail the others.
+// does not fail the others. Connecting is not part of it: a new connection is made, within the
+// same deadline, before its pipeline is sent (one that hangs in connect holds up the batch).
 #pragma once
 
 #include <chrono>
@@ -47,8 +48,8 @@ struct RedisLogin {
 
 class RedisConnection;
 
-// One connection's part of an run_pipelines(): its commands in, their replies (one per command) or
-// the reason it failed out.
+// One connection's part of a run_pipelines() call: its commands in, their replies (one per
+// command) or the reason it failed out.
 struct Pipeline {
   RedisConnection* connection = nullptr;
   std::vector<RedisCommand> commands;
