@@ -1,5 +1,6 @@
 # `cmake --install`: the public headers under include/radixkv/<folder>/, the libraries, the
-# radixkv command (when built), the CMake package radixkv::* (lib/cmake/radixkv) and radixkv.pc.
+# radixkv command (when built), the CMake package radixkv::* (lib/cmake/radixkv), radixkv.pc and
+# (with radixkv::remote) radixkv-remote.pc.
 include(CMakePackageConfigHelpers)
 
 get_property(radixkv_libraries GLOBAL PROPERTY RADIXKV_LIBRARIES)
@@ -43,3 +44,11 @@ endif()
 string(REGEX REPLACE "[^/]+" ".." RADIXKV_PC_UP "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/radixkv.pc.in ${PROJECT_BINARY_DIR}/radixkv.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/radixkv.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# radixkv-remote.pc: radixkv::remote on top of radixkv.pc. hiredis goes in Requires, not
+# Requires.private: the library is static, so its consumer links hiredis itself.
+if(TARGET radixkv_remote)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/radixkv-remote.pc.in
+                 ${PROJECT_BINARY_DIR}/radixkv-remote.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/radixkv-remote.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

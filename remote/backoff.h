@@ -16,6 +16,7 @@ class Backoff {
       : first_(first), most_(most) {}
 
   bool ready() const { return Clock::now() >= retry_at_; }
+  bool failing() const { return wait_.count() != 0; }  // failed since the last success
   void failed() {
     wait_ = wait_.count() == 0 ? first_ : std::min(most_, wait_ * 2);
     retry_at_ = Clock::now() + wait_;

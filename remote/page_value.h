@@ -6,12 +6,14 @@
 //        the deployment prefix keeps deployments apart on one Redis, and the layout id keeps
 //        models (their names and KV shapes) apart.
 // Value: a 56-byte header, the page's tokens, then the payload (the page's bytes, or filler):
-//          0  magic "RKVP"                         28  parent page's hash (16 bytes, low half
-//          first) 4  format version (u16) = 1             44  payload bytes (u64) 6  zero (u16) 52
-//          reserved, zero (u32) 8  layout id (u64)                      56  the page's tokens
-//          (int32 each)
-//         16  page tokens (u32)                    ..  payload
+// clang-format off
+//          0  magic "RKVP"                  28  parent page's hash (16 bytes, low half first)
+//          4  format version (u16) = 1      44  payload bytes (u64)
+//          6  zero (u16)                    52  reserved, zero (u32)
+//          8  layout id (u64)               56  the page's tokens (int32 each)
+//         16  page tokens (u32)             ..  payload
 //         20  XXH3-64 of the payload (u64)
+// clang-format on
 //        all little-endian. A reader checks every field against what it expects (the layout, the
 //        parent it chained from, the tokens of its prompt, the payload's size and checksum):
 //        anything else is a miss, never served.

@@ -28,10 +28,13 @@ void add_put_reply(const RedisReply& reply, PutResult& result) {
 RedisStore::RedisStore(RedisUrl url, RedisStoreOptions options)
     : url_(std::move(url)),
       options_(options),
-      backoff_(options.first_backoff, options.most_backoff) {}
+      backoff_(options.first_backoff, options.most_backoff),
+      host_(url_.endpoints.front().host, options.look_up) {}
 
 std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& commands) {
   if (commands.empty()) return {};
+  // Connecting (when needed) and the round trip share one deadline.
+  const Deadline deadline = std::chrono::steady_clock::now() + options_.timeout;
   if (!connection_ || connection_->broken()) {
     connection_.reset();
     if (!backoff_.ready()) {
@@ -39,18 +42,21 @@ std::vector<RedisReply> RedisStore::run(const std::vector<RedisCommand>& command
     }
     try {
       connection_ = std::make_unique<RedisConnection>(
-          url_.endpoints.front(), RedisLogin{url_.user, url_.password, url_.db}, options_.timeout);
+          url_.endpoints.front(), host_.address(deadline),
+          RedisLogin{url_.user, url_.password, url_.db}, deadline);
     } catch (const RemoteError&) {
+      host_.forget();  // the name may point elsewhere now
       backoff_.failed();
       throw;
     }
   }
   try {
-    std::vector<RedisReply> replies = connection_->pipeline(commands);
+    std::vector<RedisReply> replies = connection_->pipeline(commands, deadline);
     backoff_.succeeded();
     return replies;
   } catch (const RemoteError&) {
     connection_.reset();
+    host_.forget();
     backoff_.failed();
     throw;
   }

@@ -13,13 +13,15 @@
 #include "remote/redis_connection.h"
 #include "remote/redis_url.h"
 #include "remote/remote_store.h"
+#include "remote/resolved_host.h"
 
 namespace radixkv::remote {
 
 struct RedisStoreOptions {
-  std::chrono::milliseconds timeout{50};        // connect, and each call's round trip
+  std::chrono::milliseconds timeout{50};        // each call, name lookup and connecting included
   std::chrono::milliseconds first_backoff{50};  // after a failure, doubling up to most_backoff
   std::chrono::milliseconds most_backoff{2000};
+  ResolvedHost::LookUp look_up = look_up_host;  // how host names are looked up (tests stand in)
 };
 
 class RedisStore final : public RemoteStore {
@@ -37,6 +39,7 @@ class RedisStore final : public RemoteStore {
   RedisUrl url_;
   RedisStoreOptions options_;
   Backoff backoff_;
+  ResolvedHost host_;
   std::unique_ptr<RedisConnection> connection_;
 };
 

@@ -1,12 +1,15 @@
 // RemoteStore: the key-value store under the local tiers, as the remote tier uses it: batches of
-// exists / get / put, each one round trip (a pipeline) per server, each bounded by the store's
-// timeout. Redis (remote/redis_store.h) is the one implementation; another store (Valkey speaks
-// the same protocol; a Mooncake or 3FS client would not) implements these four calls.
+// exists / get / put, each one round trip (pipelines to every server at once), bounded by the
+// store's timeout as a whole. Redis (remote/redis_store.h) is the one implementation; another
+// store (Valkey speaks the same protocol; a Mooncake or 3FS client would not) implements these
+// four calls.
 //
 // Failures: a call that cannot complete (connection refused or lost, timeout, a protocol error)
 // throws RemoteError; the store then reconnects on a later call, not before its backoff has passed
-// (calls meanwhile throw RemoteUnavailable at once, without touching the network). A put the
-// server refuses item by item (maxmemory with noeviction) is counted in the result, not thrown.
+// (calls meanwhile throw RemoteUnavailable at once, without touching the network). A call that
+// completes for some keys only (a cluster with one server failing) throws RemotePartialError
+// holding the rest (get, exists), or counts the failed items as refused (put). A put the server
+// refuses item by item (maxmemory with noeviction) is counted in the result, not thrown.
 // Messages never hold a password. Not thread-safe: one thread per store (the remote tier gives
 // its writer thread a store of its own).
 #pragma once
@@ -30,6 +33,18 @@ class RemoteError : public std::runtime_error {
 class RemoteUnavailable : public RemoteError {
  public:
   using RemoteError::RemoteError;
+};
+
+// Part of a batch failed (one server of a cluster down or slow) and the rest did not: `results`
+// holds what the rest gave, in key order, with a failed key reading as missing (nullopt, false).
+// get() throws RemotePartialError<std::optional<std::string>>, exists() RemotePartialError<bool>.
+template <class Result>
+class RemotePartialError : public RemoteError {
+ public:
+  RemotePartialError(const std::string& what, std::vector<Result> results, std::size_t failed)
+      : RemoteError(what), results(std::move(results)), failed(failed) {}
+  std::vector<Result> results;
+  std::size_t failed;  // keys that failed
 };
 
 struct PutResult {

@@ -3,6 +3,10 @@
 // (tests/memory_store.h). The same rules against a real Redis: tests/test_remote_redis.cpp.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <numeric>
 #include <vector>
 
@@ -11,8 +15,10 @@
 #include "radix/page_hash.h"
 #include "remote/page_value.h"
 #include "remote/redis_cluster_store.h"
+#include "remote/redis_store.h"
 #include "remote/redis_url.h"
 #include "remote/remote_tier.h"
+#include "remote/resolved_host.h"
 #include "tests/memory_store.h"
 
 namespace radixkv {
@@ -77,6 +83,114 @@ TEST_CASE("remote URL: bad ones are refused, saying why, and no message shows a 
   CHECK(RedisUrl::parse("redis://alice:hunter2@h:1/2", std::nullopt).describe() ==
         "redis://alice:***@h:1/2");
   CHECK(RedisUrl::parse("redis://h:1", "hunter2").describe() == "redis://***@h:1");
+}
+
+TEST_CASE("remote host lookup: numeric hosts as they are, localhost found, .invalid refused") {
+  using remote::ResolvedHost;
+  using Clock = std::chrono::steady_clock;
+  const auto soon = [] { return Clock::now() + std::chrono::seconds(5); };
+  ResolvedHost v4("127.0.0.1", [](const std::string&) -> remote::HostLookup {
+    FAIL("a numeric host is not looked up");
+    return {};
+  });
+  CHECK(v4.address(soon()) == "127.0.0.1");
+  ResolvedHost v6("::1", [](const std::string&) -> remote::HostLookup { return {}; });
+  CHECK(v6.address(soon()) == "::1");
+  // /etc/hosts: no network involved. IPv4 first, as hiredis prefers it.
+  ResolvedHost localhost("localhost");
+  const std::string address = localhost.address(soon());
+  CHECK((address == "127.0.0.1" || address == "::1"));
+  // RFC 6761: names under .invalid never resolve. Whether the resolver says so at once or has no
+  // network to ask, the answer is an error naming the host by the deadline, not a hang.
+  ResolvedHost invalid("radixkv-test.invalid");
+  const auto start = Clock::now();
+  CHECK_THROWS_WITH_AS(invalid.address(Clock::now() + std::chrono::milliseconds(500)),
+                       doctest::Contains("cannot resolve radixkv-test.invalid: "),
+                       remote::RemoteError);
+  CHECK(Clock::now() - start < std::chrono::milliseconds(1500));
+}
+
+TEST_CASE("remote host lookup: a lookup that hangs costs the deadline, and only one is in flight") {
+  using Clock = std::chrono::steady_clock;
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+  std::atomic<int> calls{0};
+  remote::ResolvedHost host("cache.example", [&](const std::string& name) {
+    ++calls;
+    std::unique_lock lock(mutex);
+    released_cv.wait(lock, [&] { return released; });
+    return remote::HostLookup{name == "cache.example" ? "10.1.2.3" : "", "wrong name"};
+  });
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH_AS(host.address(start + std::chrono::milliseconds(100)),
+                         doctest::Contains("cannot resolve cache.example: no answer within"),
+                         remote::RemoteError);
+    const auto took = Clock::now() - start;
+    CHECK(took >= std::chrono::milliseconds(95));
+    CHECK(took < std::chrono::milliseconds(1000));
+  }
+  CHECK(calls == 1);  // the second call waited on the first lookup
+  {
+    const std::lock_guard lock(mutex);
+    released = true;
+  }
+  released_cv.notify_all();
+  CHECK(host.address(Clock::now() + std::chrono::seconds(5)) == "10.1.2.3");
+  CHECK(host.address(Clock::now()) == "10.1.2.3");  // kept: no lookup, no wait
+  CHECK(calls == 1);
+  host.forget();
+  CHECK(host.address(Clock::now() + std::chrono::seconds(5)) == "10.1.2.3");
+  CHECK(calls == 2);  // looked up again after forget()
+}
+
+TEST_CASE("remote host lookup: a store whose host does not resolve fails in time, then backs off") {
+  using Clock = std::chrono::steady_clock;
+  auto store = remote::make_redis_store(
+      RedisUrl::parse("redis://radixkv-test.invalid:6379", std::nullopt),
+      {std::chrono::milliseconds(300), std::chrono::seconds(10), std::chrono::seconds(10)});
+  const std::vector<std::string> keys{"a", "b"};
+  const auto start = Clock::now();
+  CHECK_THROWS_WITH_AS(store->get(keys), doctest::Contains("cannot resolve radixkv-test.invalid"),
+                       remote::RemoteError);
+  CHECK(Clock::now() - start < std::chrono::milliseconds(1300));
+  CHECK_THROWS_AS(store->get(keys), remote::RemoteUnavailable);  // backing off: no lookup
+}
+
+TEST_CASE("remote host lookup: a store whose name lookup hangs fails by its timeout") {
+  using Clock = std::chrono::steady_clock;
+  // Shared with the lookup threads, which outlive their callers until released.
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable opened_cv;
+    bool opened = false;
+  };
+  const auto gate = std::make_shared<Gate>();
+  remote::RedisStoreOptions options{std::chrono::milliseconds(200), std::chrono::seconds(10),
+                                    std::chrono::seconds(10)};
+  options.look_up = [gate](const std::string&) {
+    std::unique_lock lock(gate->mutex);
+    gate->opened_cv.wait(lock, [&] { return gate->opened; });
+    return remote::HostLookup{"", "gave up"};
+  };
+  const std::vector<std::string> keys{"a"};
+  for (const char* url : {"redis://cache.example:6379", "redis+cluster://cache.example:6379"}) {
+    CAPTURE(url);
+    auto store = remote::make_redis_store(RedisUrl::parse(url, std::nullopt), options);
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH_AS(store->get(keys),
+                         doctest::Contains("cannot resolve cache.example: no answer within"),
+                         remote::RemoteError);
+    const auto took = Clock::now() - start;
+    CHECK(took >= std::chrono::milliseconds(190));
+    CHECK(took < std::chrono::milliseconds(1000));
+  }
+  {
+    const std::lock_guard lock(gate->mutex);
+    gate->opened = true;
+  }
+  gate->opened_cv.notify_all();
 }
 
 TEST_CASE("remote keys: prefix, layout id and the 128-bit page hash, and models differ") {

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "remote/redis_cluster_store.h"
@@ -61,6 +63,91 @@ TEST_CASE("cluster: a batch is split across the masters and read back whole") {
   }
   CHECK(total == 300);
   CHECK(store->redirects() == 0);
+}
+
+TEST_CASE("cluster: a batch is one round trip: two masters asleep cost one timeout, not two") {
+  RADIXKV_NEED_REDIS();
+  const std::vector<int> ports = testing::redis_ports();
+  REQUIRE(ports.size() == 3);
+  const auto timeout = 300ms;
+  auto store = std::make_unique<remote::RedisClusterStore>(
+      remote::RedisUrl::parse(testing::redis_url()),
+      remote::RedisStoreOptions{timeout, std::chrono::milliseconds(5),
+                                std::chrono::milliseconds(50)});
+  std::vector<std::pair<std::string, std::string>> items;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) {
+    items.emplace_back(fmt::format("page:{}", i), fmt::format("value {}", i));
+    keys.push_back(items.back().first);
+  }
+  REQUIRE(store->put(items).stored == 300);
+  // Which keys the healthy master (ports[0]) holds; the other two will be asleep.
+  std::set<std::string> healthy_keys;
+  std::istringstream listing(redis_cli(ports[0], "keys 'page:*'"));
+  for (std::string key; std::getline(listing, key);) healthy_keys.insert(key);
+  REQUIRE(healthy_keys.size() > 50);
+  REQUIRE(healthy_keys.size() < 250);
+
+  std::vector<std::thread> sleepers;
+  for (int port : {ports[1], ports[2]}) {
+    // Less than the cluster's node timeout (2 s): longer, and the healthy master, alone, would
+    // call the cluster down.
+    sleepers.emplace_back([port] { redis_cli(port, "debug sleep 1.5"); });
+  }
+  std::this_thread::sleep_for(200ms);  // both servers are inside DEBUG SLEEP now
+  using Clock = std::chrono::steady_clock;
+
+  // Across all three masters: the two asleep fail together by one deadline; the healthy one's
+  // keys are still there.
+  Clock::time_point start = Clock::now();
+  bool partial = false;
+  try {
+    store->get(keys);
+  } catch (const remote::RemotePartialError<std::optional<std::string>>& e) {
+    partial = true;
+    CHECK(e.failed == 300 - healthy_keys.size());
+    CHECK(std::string(e.what()).find("no reply within") != npos);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      CAPTURE(keys[i]);
+      if (healthy_keys.contains(keys[i])) {
+        CHECK(e.results[i] == items[i].second);
+      } else {
+        CHECK_FALSE(e.results[i].has_value());
+      }
+    }
+  }
+  Clock::duration took = Clock::now() - start;
+  CHECK(partial);
+  CHECK(took >= timeout - 10ms);        // it did wait for the sleepers...
+  CHECK(took < timeout + timeout / 2);  // ...once, not once per sleeping master
+
+  // A put across all three: the sleepers' items are refused (counted), the rest stored. (Their
+  // masters may be waiting out their backoff, or be tried again and time out again.)
+  start = Clock::now();
+  const remote::PutResult put = store->put(items);
+  took = Clock::now() - start;
+  CHECK(put.stored == healthy_keys.size());
+  CHECK(put.refused == 300 - healthy_keys.size());
+  CAPTURE(put.first_error);
+  CHECK((put.first_error.find("no reply within") != npos ||
+         put.first_error.find("waiting to reconnect") != npos));
+  CHECK(took < timeout + timeout / 2);
+
+  // A batch on the healthy master alone is not held up by the sleepers (nor is the slot map,
+  // asked for again after the failure, asked of a sleeper first).
+  std::vector<std::string> mine(healthy_keys.begin(), healthy_keys.end());
+  start = Clock::now();
+  const auto values = store->get(mine);
+  took = Clock::now() - start;
+  CHECK(took < timeout / 2);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    CHECK(values[i] == fmt::format("value {}", mine[i].substr(mine[i].find(':') + 1)));
+  }
+  for (std::thread& sleeper : sleepers) sleeper.join();
+  // Awake again: the whole batch comes back.
+  std::this_thread::sleep_for(60ms);  // past the store's longest backoff
+  const auto all = store->get(keys);
+  for (int i = 0; i < 300; ++i) CHECK(all[i] == items[i].second);
 }
 
 TEST_CASE("cluster: MOVED (a slot reassigned) and ASK (a slot migrating) are followed") {

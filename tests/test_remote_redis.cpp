@@ -110,6 +110,34 @@ TEST_CASE(
                                  << " tokens)");
 }
 
+TEST_CASE("names: a server named by host name is looked up and used") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  auto tier = make_tier(fmt::format("redis://localhost:{}", port));
+  const tools::ReplayResult r = replay(small_trace(), tier.get());
+  tier->drain();
+  CHECK(r.ok());
+  CHECK(tier->stats().stored_pages > 0);
+  CHECK(tier->stats().errors == 0);
+  CHECK(redis_cli(port, "dbsize") == std::to_string(tier->stats().stored_pages));
+}
+
+TEST_CASE("names: a host that never resolves costs counted errors, never a hang") {
+  // No server needed: RFC 6761 reserves .invalid for names that never resolve.
+  const auto t0 = std::chrono::steady_clock::now();
+  const testing::CliRun run = testing::run_cli({"replay", "--capacity-tokens", "2048", "--remote",
+                                                "redis://radixkv-test.invalid:6379",
+                                                "--remote-timeout-ms", "200", "--json"});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_MESSAGE(run.status == 0, run.err);
+  const auto json = nlohmann::json::parse(run.out);
+  CHECK(json["remote_errors"].get<uint64_t>() > 0);
+  CHECK(json["remote_stored_pages"] == 0);
+  CHECK(json["remote_hit_tokens"] == 0);
+  CHECK(seconds < 20.0);
+}
+
 TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted, nothing leaked") {
   RADIXKV_NEED_REDIS();
   const int port = testing::redis_ports().at(0);
@@ -129,6 +157,22 @@ TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted,
   CHECK(r.requests == trace.requests.size());
   // Down, each request costs a refused connection or nothing (backoff), never a timeout's wait.
   CHECK(seconds < 10.0);
+}
+
+TEST_CASE("faults: a server gone while a large put is being sent: an error, not SIGPIPE") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  auto store =
+      remote::make_redis_store(remote::RedisUrl::parse(testing::redis_url()), fast_options(2s));
+  const std::vector<std::pair<std::string, std::string>> small{{"warm", "up"}};
+  REQUIRE(store->put(small).stored == 1);  // connected
+  testing::kill_redis(port);
+  // Far more than the socket buffers hold: the write goes on after the peer has reset the
+  // connection, which raises SIGPIPE unless the store keeps it from the process.
+  std::vector<std::pair<std::string, std::string>> large;
+  for (int i = 0; i < 16; ++i)
+    large.emplace_back(fmt::format("big:{}", i), std::string(1 << 20, 'x'));
+  CHECK_THROWS_AS(store->put(large), remote::RemoteError);
 }
 
 TEST_CASE("faults: Redis restarted (empty): the same tier reconnects and hits resume") {
