@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -159,12 +160,21 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   for (std::size_t i = 0; i < count; ++i)
     keys.push_back(page_key(config_.prefix, layout_id_, hashes[i]));
   std::vector<std::optional<std::string>> values;
+  const auto start = std::chrono::steady_clock::now();
+  const auto waited = [&] {
+    load_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count());
+  };
   try {
     values = reader_->get(keys);
+    waited();
   } catch (const RemoteUnavailable&) {
+    waited();
     ++unavailable_;
     return 0;
   } catch (const RemoteError&) {
+    waited();
     ++errors_;
     forget_ = true;  // the server may come back empty
     return 0;
@@ -195,8 +205,9 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
 }
 
 RemoteTierStats RemoteTier::stats() const {
-  return {lookups_,       looked_up_pages_, loaded_pages_,   bad_values_, queued_pages_,
-          known_skipped_, stored_pages_,    dropped_writes_, errors_,     unavailable_};
+  return {lookups_,      looked_up_pages_, loaded_pages_, bad_values_,
+          queued_pages_, known_skipped_,   stored_pages_, dropped_writes_,
+          errors_,       unavailable_,     load_wait_ns_};
 }
 
 void RemoteTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,

@@ -68,6 +68,7 @@ struct RemoteTierStats {
   uint64_t dropped_writes = 0;  // pages not written: queue full, store failed or refused
   uint64_t errors = 0;          // store calls that failed (read or write), refused items
   uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
+  uint64_t load_wait_ns = 0;    // time load() spent waiting for the store: the caller stalled
 };
 
 class RemoteTier final : public RemotePages {
@@ -135,7 +136,7 @@ class RemoteTier final : public RemotePages {
 
   // Counters the owner's thread writes (read by stats()).
   std::atomic<uint64_t> lookups_{0}, looked_up_pages_{0}, loaded_pages_{0}, bad_values_{0},
-      queued_pages_{0}, known_skipped_{0};
+      queued_pages_{0}, known_skipped_{0}, load_wait_ns_{0};
   // Counters both threads write.
   std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0};
 

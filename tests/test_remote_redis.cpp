@@ -110,6 +110,52 @@ TEST_CASE(
                                  << " tokens)");
 }
 
+TEST_CASE(
+    "two processes, engine mode: B, with cold local tiers, gets remote hits from A, and B's hit "
+    "rate "
+    ">= A's") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  REQUIRE(redis_cli(port, "dbsize") == "0");
+  const std::vector<std::string> engine{"replay", "--mode", "engine", "--capacity-tokens", "65536"};
+  std::vector<std::string> local_args = engine;
+  local_args.push_back("--json");
+  const testing::CliRun local = testing::run_cli(local_args);  // the control: no remote tier
+  REQUIRE_MESSAGE(local.status == 0, local.err);
+  const auto jl = nlohmann::json::parse(local.out);
+  std::vector<std::string> remote_args = engine;
+  remote_args.insert(remote_args.end(), {"--remote", testing::redis_url()});
+  const auto [ja, jb] = testing::replay_twice(remote_args);
+  CHECK(jl.count("remote_hit_tokens") == 0);
+  CHECK(ja["mode"] == "engine");
+  // Redis holds what A and B wrote (B rewrites pages it computed itself that A had written too:
+  // answers, which no lookup asks for).
+  const uint64_t keys = std::stoull(redis_cli(port, "dbsize"));
+  CHECK(ja["remote_stored_pages"].get<uint64_t>() > 0);
+  CHECK(keys >= ja["remote_stored_pages"].get<uint64_t>());
+  CHECK(keys <=
+        ja["remote_stored_pages"].get<uint64_t>() + jb["remote_stored_pages"].get<uint64_t>());
+  CHECK(ja["hit_rate"].get<double>() >= jl["hit_rate"].get<double>());
+  CHECK(jb["remote_hit_tokens"].get<uint64_t>() > ja["remote_hit_tokens"].get<uint64_t>());
+  CHECK(jb["hit_rate"].get<double>() > ja["hit_rate"].get<double>());
+  CHECK(jb["remote_loaded_pages"].get<uint64_t>() * 16 == jb["remote_hit_tokens"].get<uint64_t>());
+  // hit_rate counts every tier: B's hits beyond the local-only run's are at most its remote ones,
+  // and its hit tokens include them.
+  for (const auto* j : {&ja, &jb}) {
+    CHECK((*j)["hit_tokens"].get<uint64_t>() >= (*j)["remote_hit_tokens"].get<uint64_t>());
+    CHECK((*j)["hit_tokens"].get<double>() / (*j)["input_tokens"].get<double>() ==
+          doctest::Approx((*j)["hit_rate"].get<double>()));
+    CHECK((*j)["remote_errors"] == 0);
+    CHECK((*j)["remote_bad_values"] == 0);
+    CHECK((*j)["remote_dropped_writes"] == 0);
+    CHECK((*j)["pages_leaked"] == 0);
+    CHECK((*j)["accounting_ok"] == true);
+  }
+  MESSAGE("engine mode: hit rate local-only " << jl["hit_rate"] << ", A " << ja["hit_rate"]
+                                              << ", B " << jb["hit_rate"] << " (remote "
+                                              << jb["remote_hit_tokens"] << " tokens)");
+}
+
 TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted, nothing leaked") {
   RADIXKV_NEED_REDIS();
   const int port = testing::redis_ports().at(0);
@@ -343,7 +389,9 @@ TEST_CASE("command line: the remote flags from a TOML config, and the combinatio
     CHECK_MESSAGE(run.err.find(why) != std::string::npos, run.err);
   };
   refused({"replay", "--remote-prefix", "x"}, "--remote-prefix: needs --remote");
-  refused({"replay", "--remote", testing::redis_url(), "--mode", "engine"}, "cache mode only");
+  refused({"replay", "--remote", testing::redis_url(), "--mode", "cluster"}, "not in cluster mode");
+  refused({"replay", "--remote", testing::redis_url(), "--mode", "engine", "--no-cache"},
+          "not with --no-cache");
   refused({"replay", "--remote", testing::redis_url(), "--sweep", "1e3,1e4"}, "not with --sweep");
   refused({"replay", "--remote", "redis://h:1", "--remote-prefix", ""}, "--remote-prefix");
   refused({"replay", "--remote", "redis://h:1", "--remote-value-bytes", "1TiB"},

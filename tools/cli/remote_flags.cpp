@@ -20,7 +20,7 @@ void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
   cli.text("--remote", f.url, "URL",
            "a shared remote tier under the cache: redis://[user:password@]HOST:PORT[/DB] or "
            "redis+cluster://HOST:PORT[,HOST:PORT...]; the password may also come from "
-           "REDISCLI_AUTH (cache mode)");
+           "REDISCLI_AUTH (cache and engine mode)");
   cli.text("--remote-prefix", f.prefix, "TEXT",
            "deployment prefix of every remote key (default radixkv): deployments sharing a Redis "
            "never share pages");

@@ -1,5 +1,5 @@
 // The remote-tier part of `radixkv replay` (issue 16, docs/tiers.md "The remote tier"): its flags,
-// their checks, and the RemoteTier they describe. Cache mode only for now.
+// their checks, and the RemoteTier they describe. Cache and engine mode.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,10 @@
 #include "tools/trace/trace.h"
 #include "tools/trace/units.h"
 
+namespace radixkv::remote {
+class RemoteTier;
+}
+
 namespace radixkv::tools {
 
 // The remote tier's part of a replay (--remote); `store` empty when there was none.
@@ -26,6 +30,10 @@ struct RemoteReplayResult {
   uint64_t errors = 0;          // store calls that failed
   uint64_t bad_values = 0;      // values whose header did not match: misses, never served
 };
+
+// The remote part of a replay's result, once `tier`'s writer has sent what it holds (drain()):
+// its counters, and `hit_tokens` the replay counted.
+RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_tokens);
 
 struct ReplayResult {
   // What ran.
