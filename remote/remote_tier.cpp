@@ -71,8 +71,18 @@ void RemoteTier::remember(const PageHash& hash) {
   }
 }
 
-void RemoteTier::dropping(const DroppedPage& page) {
+void RemoteTier::dropping(const TreePage& page) {
   if (next_ != nullptr) next_->dropping(page);
+  write(page);
+}
+
+void RemoteTier::inserted(const TreePage& page) {
+  if (next_ != nullptr) next_->inserted(page);
+  if (config_.write_through) write(page);
+}
+
+// Encodes the page (unless the store is known to hold it) and queues it for the writer.
+void RemoteTier::write(const TreePage& page) {
   if (known(page.hash)) {
     ++known_skipped_;
     return;

@@ -7,6 +7,11 @@
 // (`queue_pages`): a page that finds it full is dropped and counted, so the scheduler's thread
 // never waits for the store.
 //
+// With `write_through`, a page is also encoded and queued when it is cached: the tree's
+// inserted() event, for a computed page new to the trie (pages loaded from the store are known
+// already). Other servers can then load it at once, at the price of a write per computed page;
+// write-back writes only what the local tiers give up.
+//
 // Pages the store is known to hold (written or loaded by this tier, up to `known_pages` of them,
 // the oldest forgotten first) are not written again: a page that goes back and forth between the
 // cache and the store costs one write, not one per eviction. After any store failure the tier
@@ -55,6 +60,7 @@ struct RemoteTierConfig {
   std::size_t queue_pages = 4096;      // pages waiting for the writer at most
   std::size_t batch_pages = 64;        // pages per write pipeline at most
   std::size_t known_pages = 1u << 20;  // pages remembered as held by the store (0: none)
+  bool write_through = false;          // also write each page when it is cached (above)
 };
 
 struct RemoteTierStats {
@@ -106,10 +112,12 @@ class RemoteTier final : public RemotePages {
   void removed(Tier tier, std::span<const PageHash> hashes) override;
   void cleared() override;
   void flush() override;
-  void dropping(const DroppedPage& page) override;
+  void dropping(const TreePage& page) override;
+  void inserted(const TreePage& page) override;
 
  private:
   using Item = std::pair<std::string, std::string>;  // key, value
+  void write(const TreePage& page);
   void write_loop();
   void remember(const PageHash& hash);
   bool known(const PageHash& hash);

@@ -2,7 +2,7 @@
 // Redis one). Not in the trie: pages are looked up by their chain hash (radix/page_hash.h) after
 // the local match, and written when they leave the lowest local tier (TierEvents::dropping, which
 // the tree calls on this object: it is the tree's event sink and forwards everything to the
-// TierConfig's own sink, if any).
+// TierConfig's own sink, if any), or, writing through, when they are cached (TierEvents::inserted).
 #pragma once
 
 #include <cstdint>

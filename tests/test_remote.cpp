@@ -13,6 +13,7 @@
 #include "remote/redis_cluster_store.h"
 #include "remote/redis_url.h"
 #include "remote/remote_tier.h"
+#include "runtime/prefix_cache_runtime.h"
 #include "tests/memory_store.h"
 
 namespace radixkv {
@@ -308,6 +309,70 @@ TEST_CASE("remote tier: a full write queue drops pages and counts them, never bl
   f.tier.drain();
   CHECK(f.tier.stats().stored_pages == s.queued_pages);
   f.pool.release(ids);
+}
+
+// Byte b of page i of a prompt whose tokens are `tokens`: what the "model" computed there.
+std::byte page_byte(const std::vector<TokenId>& tokens, uint32_t i) {
+  return static_cast<std::byte>(tokens[size_t{i} * TierFixture::P] & 0xff);
+}
+
+TEST_CASE(
+    "remote tier: write-through writes each computed page once, when cached, bytes and all, "
+    "write-back only when it is dropped") {
+  constexpr uint32_t P = TierFixture::P;
+  const std::vector<TokenId> first = iota_tokens(13, 100);            // 3 whole pages
+  std::vector<TokenId> second(first.begin(), first.begin() + 2 * P);  // shares 2 pages
+  for (TokenId t : iota_tokens(5, 500)) second.push_back(t);          // and adds 1
+  for (const bool through : {false, true}) {
+    CAPTURE(through);
+    testing::MemoryStore::Shared shared;
+    const KvLayout layout{1, 1, 4, 2, P};
+    PagePool pool(layout, 32, make_host_backend());
+    remote::RemoteTierConfig config{"t", layout, "", 0, 64, 8};
+    config.write_through = through;
+    remote::RemoteTier tier(std::make_unique<testing::MemoryStore>(shared),
+                            std::make_unique<testing::MemoryStore>(shared), config);
+    {
+      TierConfig tiers;
+      tiers.remote = &tier;
+      PrefixCacheRuntime runtime(pool, {0, 1.0, 1.0}, tiers);
+      for (const std::vector<TokenId>& prompt : {first, second}) {
+        const AdmitResult r = runtime.admit({0, 0, prompt});
+        REQUIRE(r.ok());
+        // "Compute" the pages after the reused ones, then cache them.
+        for (uint32_t i = r.reused_tokens / P; i < r.block_table.size(); ++i) {
+          for (std::byte& b : pool.host_bytes(r.block_table[i])) b = page_byte(prompt, i);
+        }
+        runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+        runtime.finish(r.seq);
+      }
+      tier.drain();
+      REQUIRE(runtime.cached_pages() == 4);
+      CHECK(tier.stats().stored_pages == (through ? 4u : 0u));
+      CHECK(shared.values.size() == (through ? 4u : 0u));
+      // Dropping them all: write-back writes them now; write-through knows the store has them.
+      CHECK(runtime.evict(4) == 4);
+      tier.drain();
+      CHECK(tier.stats().stored_pages == 4);
+      CHECK(tier.stats().known_skipped == (through ? 4u : 0u));
+      CHECK(shared.values.size() == 4);
+    }
+    // What was written is each page's bytes as computed: another tier loads them back, checked.
+    remote::RemoteTier reader(std::make_unique<testing::MemoryStore>(shared),
+                              std::make_unique<testing::MemoryStore>(shared), config);
+    for (const std::vector<TokenId>& prompt : {first, second}) {
+      std::vector<PageHash> hashes;
+      const PageHash parent = chain_page_hashes(0, prompt, P, 0, 3, hashes);
+      std::vector<PageId> ids;
+      REQUIRE(pool.allocate(3, ids));
+      REQUIRE(reader.load(parent, hashes, prompt, pool, ids) == 3);
+      for (uint32_t i = 0; i < 3; ++i) {
+        for (std::byte b : pool.host_bytes(ids[i])) REQUIRE(b == page_byte(prompt, i));
+      }
+      pool.release(ids);
+    }
+    CHECK(reader.stats().bad_values == 0);
+  }
 }
 
 TEST_CASE("remote tier: a write queue or batch of no pages is refused") {

@@ -156,6 +156,56 @@ TEST_CASE(
                                               << jb["remote_hit_tokens"] << " tokens)");
 }
 
+TEST_CASE(
+    "write-through: with nothing evicted, back writes nothing and through every cached page, "
+    "which B then hits") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  // Room for every page of the built-in trace's prompts (and answers, in engine mode).
+  for (const std::string mode : {"cache", "engine"}) {
+    CAPTURE(mode);
+    const auto run = [&](const std::string& write) {
+      const testing::CliRun r =
+          testing::run_cli({"replay", "--mode", mode, "--capacity-tokens", "2e7", "--json",
+                            "--remote", testing::redis_url(), "--remote-write", write,
+                            "--remote-queue-pages", "1e6", "--remote-timeout-ms", "2000"});
+      REQUIRE_MESSAGE(r.status == 0, r.err);
+      return nlohmann::json::parse(r.out);
+    };
+    REQUIRE(redis_cli(port, "flushall") == "OK");
+    const auto back = run("back");
+    REQUIRE(back["evictions"] == 0);
+    CHECK(back["remote_write"] == "back");
+    CHECK(back["remote_stored_pages"] == 0);
+    CHECK(redis_cli(port, "dbsize") == "0");
+    const auto after_back = run("back");
+    CHECK(after_back["remote_hit_tokens"] == 0);
+    // Engine mode's clock counts the lookups' wall time (engine_replay.h): only cache mode
+    // repeats its schedule exactly.
+    if (mode == "cache") CHECK(after_back["hit_rate"] == back["hit_rate"]);
+
+    REQUIRE(redis_cli(port, "flushall") == "OK");
+    const auto through = run("through");
+    REQUIRE(through["evictions"] == 0);
+    CHECK(through["remote_write"] == "through");
+    // Exactly the distinct pages A cached, each once.
+    const uint64_t cached = through["final_cached_pages"].get<uint64_t>();
+    CHECK(through["inserted_pages"].get<uint64_t>() == cached);
+    CHECK(through["remote_stored_pages"].get<uint64_t>() == cached);
+    CHECK(redis_cli(port, "dbsize") == std::to_string(cached));
+    CHECK(through["remote_dropped_writes"] == 0);
+    if (mode == "cache") CHECK(through["hit_rate"] == back["hit_rate"]);  // nothing came back
+    const auto after_through = run("back");
+    CHECK(after_through["remote_hit_tokens"].get<uint64_t>() > 0);
+    CHECK(after_through["hit_rate"].get<double>() > through["hit_rate"].get<double>());
+    CHECK(after_through["remote_stored_pages"] == 0);
+    for (const auto* j : {&back, &after_back, &through, &after_through}) {
+      CHECK((*j)["remote_errors"] == 0);
+      CHECK((*j)["pages_leaked"] == 0);
+    }
+  }
+}
+
 TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted, nothing leaked") {
   RADIXKV_NEED_REDIS();
   const int port = testing::redis_ports().at(0);
@@ -394,6 +444,9 @@ TEST_CASE("command line: the remote flags from a TOML config, and the combinatio
           "not with --no-cache");
   refused({"replay", "--remote", testing::redis_url(), "--sweep", "1e3,1e4"}, "not with --sweep");
   refused({"replay", "--remote", "redis://h:1", "--remote-prefix", ""}, "--remote-prefix");
+  refused({"replay", "--remote", "redis://h:1", "--remote-write", "around"},
+          "--remote-write: 'around' is not a write mode");
+  refused({"replay", "--remote-write", "through"}, "--remote-write: needs --remote");
   refused({"replay", "--remote", "redis://h:1", "--remote-value-bytes", "1TiB"},
           "--remote-value-bytes");
 }

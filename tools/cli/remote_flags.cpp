@@ -13,7 +13,8 @@ namespace {
 // Redis refuses a bulk string over 512 MB (proto-max-bulk-len); a filler stays well below.
 constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
 constexpr std::string_view kValueFlags[] = {"--remote-prefix", "--remote-timeout-ms",
-                                            "--remote-value-bytes", "--remote-queue-pages"};
+                                            "--remote-value-bytes", "--remote-queue-pages",
+                                            "--remote-write"};
 }  // namespace
 
 void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
@@ -34,6 +35,10 @@ void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
             "pages waiting to be written to the remote store at most; more are dropped and "
             "counted (default 4096)",
             1, 1u << 24);
+  cli.text("--remote-write", f.write, "back|through",
+           "when pages go to the remote store: back (default), when the local tiers drop them; "
+           "through, also as soon as they are cached (other servers hit them at once; one write "
+           "per computed page)");
 }
 
 void check_remote_flags(const CommandLine& cli, const std::string& mode_refusal) {
@@ -68,6 +73,10 @@ std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, con
     throw UsageError(
         fmt::format("{}: the prefix must not be empty", cli.describe("--remote-prefix")));
   }
+  if (f.write != "back" && f.write != "through") {
+    throw UsageError(fmt::format("{}: '{}' is not a write mode (back or through)",
+                                 cli.describe("--remote-write"), f.write));
+  }
   remote::RedisStoreOptions options;
   options.timeout = std::chrono::milliseconds(f.timeout_ms);
   remote::RemoteTierConfig config;
@@ -76,6 +85,7 @@ std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, con
   config.model = model;
   config.filler_bytes = f.value_bytes;
   config.queue_pages = f.queue_pages;
+  config.write_through = f.write == "through";
   return std::make_unique<remote::RemoteTier>(remote::make_redis_store(url, options),
                                               remote::make_redis_store(url, options), config);
 }

@@ -78,9 +78,9 @@ std::string format_report_text(const ReplayResult& r) {
   out += format_host_tier_text(r);
   if (!r.remote.store.empty()) {
     line("remote tier",
-         fmt::format("{}: {} tokens hit ({} pages loaded), {} pages stored, {} writes dropped, {} "
-                     "errors, {} bad values",
-                     r.remote.store, group_digits(r.remote.hit_tokens),
+         fmt::format("{} (write-{}): {} tokens hit ({} pages loaded), {} pages stored, {} writes "
+                     "dropped, {} errors, {} bad values",
+                     r.remote.store, r.remote.write, group_digits(r.remote.hit_tokens),
                      group_digits(r.remote.loaded_pages), group_digits(r.remote.stored_pages),
                      group_digits(r.remote.dropped_writes), group_digits(r.remote.errors),
                      group_digits(r.remote.bad_values)));
@@ -154,6 +154,7 @@ Json report_json(const ReplayResult& r) {
   add_host_tier_json(out, r);
   if (!r.remote.store.empty()) {
     out["remote"] = r.remote.store;
+    out["remote_write"] = r.remote.write;
     out["remote_hit_tokens"] = r.remote.hit_tokens;
     out["remote_loaded_pages"] = r.remote.loaded_pages;
     out["remote_stored_pages"] = r.remote.stored_pages;

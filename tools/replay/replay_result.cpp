@@ -28,6 +28,7 @@ RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_t
   const remote::RemoteTierStats s = tier.stats();
   RemoteReplayResult result;
   result.store = tier.describe();
+  result.write = tier.config().write_through ? "through" : "back";
   result.hit_tokens = hit_tokens;
   result.loaded_pages = s.loaded_pages;
   result.stored_pages = s.stored_pages;

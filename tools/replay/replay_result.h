@@ -23,6 +23,7 @@ namespace radixkv::tools {
 // The remote tier's part of a replay (--remote); `store` empty when there was none.
 struct RemoteReplayResult {
   std::string store;            // where, credentials masked
+  std::string write;            // when pages are written: "back" or "through"
   uint64_t hit_tokens = 0;      // prompt tokens loaded from the remote tier (in hit_tokens too)
   uint64_t loaded_pages = 0;    // pages loaded from it
   uint64_t stored_pages = 0;    // pages the store took
