@@ -447,6 +447,10 @@ TEST_CASE("command line: the remote flags from a TOML config, and the combinatio
   refused({"replay", "--remote", "redis://h:1", "--remote-write", "around"},
           "--remote-write: 'around' is not a write mode");
   refused({"replay", "--remote-write", "through"}, "--remote-write: needs --remote");
+  refused({"replay", "--remote", "redis://h:1", "--remote-prefetch", "timeout"},
+          "--remote-prefetch: engine mode only");
+  refused({"replay", "--remote", "redis://h:1", "--mode", "engine", "--remote-prefetch", "eager"},
+          "--remote-prefetch: 'eager' is not a prefetch policy");
   refused({"replay", "--remote", "redis://h:1", "--remote-value-bytes", "1TiB"},
           "--remote-value-bytes");
 }

@@ -284,6 +284,10 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
         "not with {} (each run would read the pages the previous one wrote)", several_runs);
   }
   check_remote_flags(cli, remote_refusal);
+  if (!engine && cli.given("--remote-prefetch")) {
+    throw UsageError(fmt::format("{}: engine mode only (cache mode queues no request to prefetch)",
+                                 cli.describe("--remote-prefetch")));
+  }
   if (!cli.given("--trace")) {
     for (const char* flag : {"--format", "--block-tokens"}) {
       if (cli.given(flag)) {

@@ -18,7 +18,8 @@ struct RemoteFlags {
   uint64_t timeout_ms = 50;
   uint64_t value_bytes = 0;
   uint64_t queue_pages = 4096;
-  std::string write = "back";  // --remote-write: back or through
+  std::string write = "back";    // --remote-write: back or through
+  std::string prefetch = "off";  // --remote-prefetch: off, best_effort or timeout
 };
 
 void declare_remote_flags(CommandLine& cli, RemoteFlags& flags);

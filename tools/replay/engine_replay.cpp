@@ -198,7 +198,10 @@ bool EngineRunner::wait_for_copies() {
 
 void EngineRunner::submit(uint32_t index) {
   run_.output_tokens += trace_.requests[index].output_tokens;
-  if (!scheduler_->submit(sched_request(trace_, expander_, index))) ++run_.rejected;
+  SchedRequest request = sched_request(trace_, expander_, index);
+  // With a remote tier, its lookup starts now, while the request waits (RemoteTier::prefetch).
+  runtime_->prefetch({request.id, request.name_space, request.prompt, request.priority});
+  if (!scheduler_->submit(std::move(request))) ++run_.rejected;
 }
 
 void EngineRunner::step() {

@@ -28,7 +28,9 @@
 //     match there, synchronously, as the runtime does: the scheduler's thread waits for the store,
 //     so the wall time those lookups take (RemoteTierStats::load_wait_ns) is added to the
 //     simulated clock of the step that made them. Remote hits count as hits (and remote hits); the
-//     tier is drained before the result is read. The baselines run without it.
+//     tier is drained before the result is read. The baselines run without it. Each request is
+//     prefetched (PrefixCacheRuntime::prefetch) when it is queued: with the tier's prefetch on,
+//     its lookup runs on the tier's reader thread meanwhile.
 //   - At the end the run checks, with no live sequence: check_accounting() (refcounts, the
 //     identity capacity = free + cached + private, tree.verify()), then destroys the runtime and
 //     counts every page not back on the free list as leaked.

@@ -35,6 +35,9 @@ RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_t
   result.dropped_writes = s.dropped_writes;
   result.errors = s.errors;
   result.bad_values = s.bad_values;
+  result.prefetch = to_string(tier.config().prefetch);
+  result.prefetched_pages = s.prefetch.taken_pages;
+  result.prefetch_dropped = s.prefetch.dropped;
   return result;
 }
 
