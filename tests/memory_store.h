@@ -23,6 +23,7 @@ class MemoryStore final : public remote::RemoteStore {
     std::atomic<bool> failing{false};
     std::atomic<bool> gate_closed{false};
     std::chrono::milliseconds gate_timeout{100};
+    std::chrono::microseconds get_delay{0};  // every get takes at least this long (a slow server)
     uint64_t gets = 0, puts = 0;
   };
   explicit MemoryStore(Shared& shared) : shared_(shared) {}
@@ -42,6 +43,7 @@ class MemoryStore final : public remote::RemoteStore {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    std::this_thread::sleep_for(shared_.get_delay);
     std::lock_guard lock(shared_.mutex);
     check();
     ++shared_.gets;

@@ -17,6 +17,8 @@
 #include "remote/remote_tier.h"
 #include "runtime/prefix_cache_runtime.h"
 #include "tests/memory_store.h"
+#include "tests/small_traces.h"
+#include "tools/replay/engine_replay.h"
 
 namespace radixkv {
 namespace {
@@ -508,6 +510,38 @@ TEST_CASE(
     }
     CHECK(reader.stats().bad_values == 0);
   }
+}
+
+TEST_CASE("engine replay: the time admit waits for the remote store is on the simulated clock") {
+  tools::GenConfig gen = testing::small_gen_config(11);
+  gen.conversations = 40;
+  const tools::Trace trace = testing::generated_trace(gen);
+  const auto replay = [&](std::chrono::microseconds delay) {
+    testing::MemoryStore::Shared shared;  // empty: every lookup misses, the same in both runs
+    shared.get_delay = delay;
+    const KvLayout layout{1, 1, 4, 2, TierFixture::P};
+    remote::RemoteTier tier(std::make_unique<testing::MemoryStore>(shared),
+                            std::make_unique<testing::MemoryStore>(shared),
+                            remote::RemoteTierConfig{"t", layout, "", 0, 1u << 16, 64});
+    tools::EngineReplayConfig config;
+    config.layout = layout;
+    config.model = "test";
+    config.pool_pages = 4096;
+    config.compare_no_cache = false;
+    config.remote = &tier;
+    tools::ReplayResult r = tools::replay_engine(trace, config);
+    const remote::RemoteTierStats s = tier.stats();
+    REQUIRE(s.lookups > 10);
+    CHECK(r.ok());
+    CHECK(r.remote.hit_tokens == 0);
+    return std::pair(r, s);
+  };
+  const auto [fast, fast_stats] = replay(std::chrono::microseconds(0));
+  const auto [slow, slow_stats] = replay(std::chrono::microseconds(3000));
+  CHECK(slow_stats.load_wait_ns >= slow_stats.lookups * 3'000'000);
+  // Each lookup stalls the step that made it by 3 ms: the first tokens come later.
+  CHECK(slow.engine.run.ttft_mean_s > fast.engine.run.ttft_mean_s + 0.001);
+  CHECK(slow.engine.run.ttft_max_s > fast.engine.run.ttft_max_s);
 }
 
 TEST_CASE("remote tier: a write queue or batch of no pages is refused") {
