@@ -23,6 +23,7 @@ class MemoryStore final : public remote::RemoteStore {
     std::atomic<bool> failing{false};
     std::atomic<bool> gate_closed{false};
     std::chrono::milliseconds gate_timeout{100};
+    std::atomic<int> at_gate{0};             // gets waiting at the closed gate now
     std::chrono::microseconds get_delay{0};  // every get takes at least this long (a slow server)
     uint64_t gets = 0, puts = 0;
   };
@@ -37,11 +38,13 @@ class MemoryStore final : public remote::RemoteStore {
   }
   std::vector<std::optional<std::string>> get(std::span<const std::string> keys) override {
     const auto deadline = std::chrono::steady_clock::now() + shared_.gate_timeout;
-    while (shared_.gate_closed) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw remote::RemoteError("memory store: timed out at the closed gate");
+    if (shared_.gate_closed) {
+      ++shared_.at_gate;
+      while (shared_.gate_closed && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      --shared_.at_gate;
+      if (shared_.gate_closed) throw remote::RemoteError("memory store: timed out at the gate");
     }
     std::this_thread::sleep_for(shared_.get_delay);
     std::lock_guard lock(shared_.mutex);

@@ -434,11 +434,11 @@ TEST_CASE(
   TierFixture f(64, remote::PrefetchPolicy::kTimeout);
   const std::vector<TokenId> tokens = iota_tokens(3 * TierFixture::P, 5);
   f.write(0, tokens, 3, 0);
-  f.shared.gate_timeout = std::chrono::milliseconds(300);
+  f.shared.gate_timeout = std::chrono::milliseconds(2000);
   f.shared.gate_closed = true;  // the reader thread holds its first lookup at the gate
   std::vector<TokenId> other = iota_tokens(3 * TierFixture::P, 5000);
   f.tier.prefetch(TierFixture::hashes_after(0, other, 0));  // in flight
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (f.shared.at_gate == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (int i = 0; i < 256; ++i) f.tier.prefetch(TierFixture::hashes_after(0, other, 1));  // queued
   f.tier.prefetch(TierFixture::hashes_after(0, tokens, 0));                               // dropped
   CHECK(f.tier.stats().prefetch.dropped == 1);

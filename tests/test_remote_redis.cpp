@@ -138,9 +138,10 @@ TEST_CASE(
   CHECK(ja["hit_rate"].get<double>() >= jl["hit_rate"].get<double>());
   CHECK(jb["remote_hit_tokens"].get<uint64_t>() > ja["remote_hit_tokens"].get<uint64_t>());
   CHECK(jb["hit_rate"].get<double>() > ja["hit_rate"].get<double>());
-  CHECK(jb["remote_loaded_pages"].get<uint64_t>() * 16 == jb["remote_hit_tokens"].get<uint64_t>());
-  // hit_rate counts every tier: B's hits beyond the local-only run's are at most its remote ones,
-  // and its hit tokens include them.
+  // Hits count at a request's first admission; a request readmitted after a preemption loads
+  // its pages again.
+  CHECK(jb["remote_loaded_pages"].get<uint64_t>() * 16 >= jb["remote_hit_tokens"].get<uint64_t>());
+  // hit_rate counts every tier: the hit tokens include the remote ones.
   for (const auto* j : {&ja, &jb}) {
     CHECK((*j)["hit_tokens"].get<uint64_t>() >= (*j)["remote_hit_tokens"].get<uint64_t>());
     CHECK((*j)["hit_tokens"].get<double>() / (*j)["input_tokens"].get<double>() ==
