@@ -91,6 +91,20 @@ PageHash RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i,
   return hash;
 }
 
+void RadixTree::emit_inserted(const RadixNode* node, uint32_t first, uint32_t count) {
+  PageHash parent = parent_hash(node, first);
+  for (uint32_t i = first; i < first + count; ++i) {
+    const PageId page = node->pages_[i];
+    const PageHash hash = device_hash(page);
+    events_->sink().inserted({Tier::kDevice,
+                              hash,
+                              parent,
+                              {node->tokens_ + size_t{i} * page_tokens_, page_tokens_},
+                              page});
+    parent = hash;
+  }
+}
+
 std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {
   std::vector<PageHash> hashes;
   std::vector<const RadixNode*> stack;

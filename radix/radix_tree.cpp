@@ -266,7 +266,10 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
     end = leaf;
     if (extras_) {
       if (page_hashes()) hash_new_pages(leaf, 0);
-      if (events_) emit_stored(Tier::kDevice, leaf, 0, leaf->num_pages());
+      if (events_) {
+        emit_stored(Tier::kDevice, leaf, 0, leaf->num_pages());
+        emit_inserted(leaf, 0, leaf->num_pages());
+      }
     }
   }
   touch_path(end, hint);

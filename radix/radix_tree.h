@@ -281,6 +281,8 @@ class RadixTree final : public Evictor {
   // page before it, passed in because that page (or its node) may be gone already when a subtree
   // is dropped. Returns page i's hash: the next page's parent.
   PageHash emit_dropping(Tier tier, const RadixNode* node, uint32_t i, const PageHash& parent);
+  // Tells the sink that the device pages [first, first + count) of node were just inserted.
+  void emit_inserted(const RadixNode* node, uint32_t first, uint32_t count);
   // The page's bit in in_tree_; `page` must be in the pool.
   std::vector<bool>::reference marked(PageId page) { return in_tree_[page - first_page_]; }
   bool marked(PageId page) const { return in_tree_[page - first_page_]; }

@@ -13,6 +13,11 @@
 //       of that tier's pool still holds its bytes, so that a writer (the remote tier) can copy
 //       them out with what names them (hash, parent hash, tokens). Not a change of tiers: the
 //       removed() event follows.
+//   inserted(page)                             called synchronously just after a computed page
+//       entered the trie (RadixTree::insert: a page new to every tier, on the device), while page
+//       `page.page` of the device pool holds its bytes, so that a write-through writer (the
+//       remote tier) can copy them out. Not a change of tiers: the stored() event came before it.
+//       Pages that enter the device from the host tier are not inserted pages.
 // A consumer that applies stored/removed/cleared in order holds exactly the trie's page set per
 // tier. Page hashes are radix/page_hash.h's. Calls come from the thread that owns the tree.
 #pragma once
@@ -30,8 +35,9 @@ namespace radixkv {
 enum class Tier : uint8_t { kDevice, kHost };
 std::string_view to_string(Tier tier);
 
-// A page about to leave the trie (dropping()). The spans are valid during the call only.
-struct DroppedPage {
+// A page of the trie with what names it and where its bytes are: one about to leave the trie
+// (dropping()) or just inserted (inserted()). The spans are valid during the call only.
+struct TreePage {
   Tier tier;
   PageHash hash;
   PageHash parent;  // the previous page's hash, namespace_seed(ns) for a path's first page
@@ -47,7 +53,8 @@ class TierEvents {
   virtual void removed(Tier tier, std::span<const PageHash> hashes) = 0;
   virtual void cleared() = 0;
   virtual void flush() {}
-  virtual void dropping(const DroppedPage&) {}
+  virtual void dropping(const TreePage&) {}
+  virtual void inserted(const TreePage&) {}
 };
 
 }  // namespace radixkv

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -9,8 +10,29 @@
 
 namespace radixkv::remote {
 
+std::optional<PrefetchPolicy> parse_prefetch_policy(std::string_view name) {
+  for (PrefetchPolicy p :
+       {PrefetchPolicy::kOff, PrefetchPolicy::kBestEffort, PrefetchPolicy::kTimeout}) {
+    if (to_string(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(PrefetchPolicy policy) {
+  switch (policy) {
+    case PrefetchPolicy::kOff:
+      return "off";
+    case PrefetchPolicy::kBestEffort:
+      return "best_effort";
+    case PrefetchPolicy::kTimeout:
+      return "timeout";
+  }
+  return "unknown";
+}
+
 RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
-                       RemoteTierConfig config, TierEvents* next)
+                       RemoteTierConfig config, TierEvents* next,
+                       std::unique_ptr<RemoteStore> prefetcher)
     : reader_(std::move(reader)),
       writer_store_(std::move(writer)),
       config_(std::move(config)),
@@ -21,6 +43,11 @@ RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<Remo
     throw std::invalid_argument(fmt::format(
         "remote tier: the write queue ({} pages) and its batches ({} pages) need at least 1 page",
         config_.queue_pages, config_.batch_pages));
+  }
+  if (config_.prefetch != PrefetchPolicy::kOff) {
+    if (!prefetcher) throw std::invalid_argument("remote tier: prefetch on without its store");
+    prefetcher_ = std::make_unique<Prefetcher>(std::move(prefetcher), config_.prefetch_queue,
+                                               config_.prefetch_pages);
   }
   where_ = reader_->describe();
   writer_ = std::thread([this] { write_loop(); });
@@ -70,8 +97,18 @@ void RemoteTier::remember(const PageHash& hash) {
   }
 }
 
-void RemoteTier::dropping(const DroppedPage& page) {
+void RemoteTier::dropping(const TreePage& page) {
   if (next_ != nullptr) next_->dropping(page);
+  write(page);
+}
+
+void RemoteTier::inserted(const TreePage& page) {
+  if (next_ != nullptr) next_->inserted(page);
+  if (config_.write_through) write(page);
+}
+
+// Encodes the page (unless the store is known to hold it) and queues it for the writer.
+void RemoteTier::write(const TreePage& page) {
   if (known(page.hash)) {
     ++known_skipped_;
     return;
@@ -137,8 +174,21 @@ void RemoteTier::write_loop() {
 }
 
 void RemoteTier::drain() {
+  if (prefetcher_) prefetcher_->drain();
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [&] { return queue_.empty() && !writing_; });
+}
+
+std::vector<std::string> RemoteTier::keys_of(std::span<const PageHash> hashes) const {
+  std::vector<std::string> keys;
+  keys.reserve(hashes.size());
+  for (const PageHash& h : hashes) keys.push_back(page_key(config_.prefix, layout_id_, h));
+  return keys;
+}
+
+void RemoteTier::prefetch(std::span<const PageHash> hashes) {
+  if (!prefetcher_ || hashes.empty()) return;
+  prefetcher_->request({hashes.begin(), hashes.end()}, keys_of(hashes));
 }
 
 uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hashes,
@@ -154,30 +204,45 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
     throw std::invalid_argument(
         fmt::format("remote tier: load of {} pages with {} tokens", count, tokens.size()));
   }
-  std::vector<std::string> keys;
-  keys.reserve(count);
-  for (std::size_t i = 0; i < count; ++i)
-    keys.push_back(page_key(config_.prefix, layout_id_, hashes[i]));
+  const auto start = std::chrono::steady_clock::now();
+  const auto waited = [&] {
+    load_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now() - start)
+                                               .count());
+  };
+  // What a prefetch fetched first, then (unless it ended the run) the rest from the store.
   std::vector<std::optional<std::string>> values;
-  try {
-    values = reader_->get(keys);
-  } catch (const RemoteUnavailable&) {
-    ++unavailable_;
-    return 0;
-  } catch (const RemoteError&) {
-    ++errors_;
-    forget_ = true;  // the server may come back empty
-    return 0;
+  bool ended = false;
+  if (prefetcher_) {
+    std::optional<Prefetcher::Clock::time_point> deadline;
+    if (config_.prefetch == PrefetchPolicy::kTimeout) deadline = start + config_.prefetch_wait;
+    Prefetcher::Taken taken = prefetcher_->take(hashes.first(count), deadline);
+    for (std::string& v : taken.values) values.emplace_back(std::move(v));
+    ended = taken.ended || config_.prefetch == PrefetchPolicy::kBestEffort;
   }
-  ++lookups_;
-  looked_up_pages_ += count;
+  const std::size_t from_prefetch = values.size();
+  if (!ended && from_prefetch < count) {
+    std::vector<std::optional<std::string>> rest;
+    try {
+      rest = reader_->get(keys_of(hashes.subspan(from_prefetch, count - from_prefetch)));
+      ++lookups_;
+      looked_up_pages_ += rest.size();
+    } catch (const RemoteUnavailable&) {
+      ++unavailable_;
+    } catch (const RemoteError&) {
+      ++errors_;
+      forget_ = true;  // the server may come back empty
+    }
+    for (std::optional<std::string>& v : rest) values.push_back(std::move(v));
+  }
+  waited();
   const bool has_bytes = pool.backend().storage() == StorageKind::kHost;
   ExpectedPage expected{layout_id_,
                         parent,
                         {},
                         has_bytes ? static_cast<std::size_t>(pool.bytes_per_page()) : SIZE_MAX};
   uint32_t loaded = 0;
-  for (; loaded < count && values[loaded]; ++loaded) {
+  for (; loaded < values.size() && values[loaded]; ++loaded) {
     expected.tokens = tokens.subspan(loaded * page_tokens, page_tokens);
     std::span<const std::byte> payload;
     if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {
@@ -195,8 +260,10 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
 }
 
 RemoteTierStats RemoteTier::stats() const {
-  return {lookups_,       looked_up_pages_, loaded_pages_,   bad_values_, queued_pages_,
-          known_skipped_, stored_pages_,    dropped_writes_, errors_,     unavailable_};
+  return {lookups_,      looked_up_pages_, loaded_pages_,
+          bad_values_,   queued_pages_,    known_skipped_,
+          stored_pages_, dropped_writes_,  errors_,
+          unavailable_,  load_wait_ns_,    prefetcher_ ? prefetcher_->stats() : PrefetcherStats{}};
 }
 
 void RemoteTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,

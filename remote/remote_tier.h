@@ -7,6 +7,11 @@
 // (`queue_pages`): a page that finds it full is dropped and counted, so the scheduler's thread
 // never waits for the store.
 //
+// With `write_through`, a page is also encoded and queued when it is cached: the tree's
+// inserted() event, for a computed page new to the trie (pages loaded from the store are known
+// already). Other servers can then load it at once, at the price of a write per computed page;
+// write-back writes only what the local tiers give up.
+//
 // Pages the store is known to hold (written or loaded by this tier, up to `known_pages` of them,
 // the oldest forgotten first) are not written again: a page that goes back and forth between the
 // cache and the store costs one write, not one per eviction. After any store failure the tier
@@ -23,18 +28,33 @@
 // errors; while the store waits out its backoff, loads and writes are skipped (unavailable),
 // without touching the network. Nothing here throws for a store failure.
 //
+// Prefetch (`prefetch` not kOff; SGLang HiCache's L3 prefetch policies, `--hicache-storage-
+// prefetch-policy` best_effort / timeout, are the model). prefetch(), called when a request is
+// queued, hands the lookup of the pages after its local match to a reader thread with a store of
+// its own (remote/prefetcher.h). load() first takes what the prefetch fetched, checking every
+// value as above, then:
+//   kBestEffort  never waits: a page not fetched yet ends the run (admit never touches the
+//                network; a prefetch that is too late is a miss).
+//   kTimeout     waits for pages still in flight until `prefetch_wait` after load() began (a page
+//                still in flight then ends the run), and looks up synchronously, as without
+//                prefetch, the pages no prefetch asked for (dropped, forgotten, or never asked).
+// load_wait_ns counts load()'s waiting for the prefetch too.
+//
 // The tier forwards every other tier event to `next` (a KV event publisher, say), so that it can
 // sit between a tree and another observer. Threads: load() and the TierEvents calls come from the
 // tree's owner; the writer thread only touches the queue and its own store.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -42,10 +62,16 @@
 
 #include "kv_store/kv_layout.h"
 #include "kv_store/page_pool.h"
+#include "remote/prefetcher.h"
 #include "remote/remote_store.h"
 #include "runtime/remote_pages.h"
 
 namespace radixkv::remote {
+
+enum class PrefetchPolicy : uint8_t { kOff, kBestEffort, kTimeout };
+// "off", "best_effort", "timeout"; nullopt for another name.
+std::optional<PrefetchPolicy> parse_prefetch_policy(std::string_view name);
+std::string_view to_string(PrefetchPolicy policy);
 
 struct RemoteTierConfig {
   std::string prefix = "radixkv";      // the deployment prefix of every key
@@ -55,6 +81,11 @@ struct RemoteTierConfig {
   std::size_t queue_pages = 4096;      // pages waiting for the writer at most
   std::size_t batch_pages = 64;        // pages per write pipeline at most
   std::size_t known_pages = 1u << 20;  // pages remembered as held by the store (0: none)
+  bool write_through = false;          // also write each page when it is cached (above)
+  PrefetchPolicy prefetch = PrefetchPolicy::kOff;  // (above)
+  std::chrono::milliseconds prefetch_wait{50};     // kTimeout: longest wait for a prefetch
+  std::size_t prefetch_queue = 256;                // lookups waiting for the reader thread at most
+  std::size_t prefetch_pages = 1u << 16;           // fetched pages kept for load() at most
 };
 
 struct RemoteTierStats {
@@ -68,14 +99,18 @@ struct RemoteTierStats {
   uint64_t dropped_writes = 0;  // pages not written: queue full, store failed or refused
   uint64_t errors = 0;          // store calls that failed (read or write), refused items
   uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
+  uint64_t load_wait_ns = 0;    // time load() spent waiting for the store: the caller stalled
+  PrefetcherStats prefetch;     // with prefetch on
 };
 
 class RemoteTier final : public RemotePages {
  public:
-  // `reader` serves load(), `writer` the writer thread: two connections, one per thread.
-  // Throws std::invalid_argument for a queue or batch of 0 pages.
+  // `reader` serves load(), `writer` the writer thread, `prefetcher` the prefetch thread (needed
+  // when config.prefetch is on): one connection per thread. Throws std::invalid_argument for a
+  // queue or batch of 0 pages, or prefetch on without its store.
   RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
-             RemoteTierConfig config, TierEvents* next = nullptr);
+             RemoteTierConfig config, TierEvents* next = nullptr,
+             std::unique_ptr<RemoteStore> prefetcher = nullptr);
   // Writes what is still queued (each batch bounded by the store's timeout), then stops.
   ~RemoteTier() override;
   RemoteTier(const RemoteTier&) = delete;
@@ -93,7 +128,11 @@ class RemoteTier final : public RemotePages {
                 std::span<const TokenId> tokens, PagePool& pool,
                 std::span<const PageId> pages) override;
 
-  // Blocks until every page queued so far has been sent (or dropped). For tests and shutdown.
+  // Starts looking up the pages named by `hashes` (above); does nothing with prefetch off.
+  void prefetch(std::span<const PageHash> hashes) override;
+
+  // Blocks until every page queued so far has been sent (or dropped), and every prefetch queued
+  // has been looked up. For tests and shutdown.
   void drain();
   RemoteTierStats stats() const;
   std::string describe() const { return where_; }
@@ -105,14 +144,17 @@ class RemoteTier final : public RemotePages {
   void removed(Tier tier, std::span<const PageHash> hashes) override;
   void cleared() override;
   void flush() override;
-  void dropping(const DroppedPage& page) override;
+  void dropping(const TreePage& page) override;
+  void inserted(const TreePage& page) override;
 
  private:
   using Item = std::pair<std::string, std::string>;  // key, value
+  void write(const TreePage& page);
   void write_loop();
   void remember(const PageHash& hash);
   bool known(const PageHash& hash);
   std::span<const std::byte> bytes_of(Tier tier, PageId page);
+  std::vector<std::string> keys_of(std::span<const PageHash> hashes) const;
 
   std::unique_ptr<RemoteStore> reader_;
   std::unique_ptr<RemoteStore> writer_store_;
@@ -123,19 +165,15 @@ class RemoteTier final : public RemotePages {
   PagePool* device_ = nullptr;
   PagePool* host_ = nullptr;
 
-  struct HashOf {
-    std::size_t operator()(const PageHash& h) const {
-      return h.low ^ (h.high * 0x9e3779b97f4a7c15);
-    }
-  };
+  std::unique_ptr<Prefetcher> prefetcher_;  // with prefetch on
   // Owner's thread only: the pages the store holds, and their order for forgetting.
-  std::unordered_set<PageHash, HashOf> known_;
+  std::unordered_set<PageHash, PageHashKey> known_;
   std::deque<PageHash> known_order_;
   std::atomic<bool> forget_{false};  // the writer saw a failure: forget every known page
 
   // Counters the owner's thread writes (read by stats()).
   std::atomic<uint64_t> lookups_{0}, looked_up_pages_{0}, loaded_pages_{0}, bad_values_{0},
-      queued_pages_{0}, known_skipped_{0};
+      queued_pages_{0}, known_skipped_{0}, load_wait_ns_{0};
   // Counters both threads write.
   std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0};
 

@@ -277,6 +277,18 @@ uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint
   return loaded;
 }
 
+void PrefixCacheRuntime::prefetch(const Request& request) {
+  if (remote_ == nullptr) return;
+  const uint32_t cut_pages = reuse_cut(request.prompt.size()) / page_tokens_;
+  const uint32_t local_pages =
+      tree_.peek(request.name_space, request.prompt.first(size_t{cut_pages} * page_tokens_)) /
+      page_tokens_;
+  if (cut_pages <= local_pages) return;
+  chain_page_hashes(request.name_space, request.prompt, page_tokens_, local_pages,
+                    cut_pages - local_pages, remote_hashes_);
+  remote_->prefetch(remote_hashes_);
+}
+
 ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
   Sequence& s = live(seq, "append_token");
   ExtendResult result;

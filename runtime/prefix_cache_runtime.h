@@ -18,6 +18,8 @@
 //                     before admit returns (remote_hit_tokens; a failed lookup is a miss).
 //                     reused_tokens = device + host + remote hit tokens. A match that ends in
 //                     pages another request is still loading gets a ticket covering that load.
+//   prefetch(request) optional, when the request is queued: with a remote tier, starts its
+//                     remote lookup in the background; admit takes what it fetched.
 //   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
 //                     full pages of that prefix into the tree, switches the block table to the
 //                     tree's canonical pages where the tree already had them (waiting first
@@ -194,6 +196,12 @@ class PrefixCacheRuntime {
   CommitResult commit(SeqHandle seq, uint32_t computed_tokens);
   CommitResult finish(SeqHandle seq);
   void abort(SeqHandle seq);
+
+  // With a remote tier: starts looking up, in the background, the pages of `request`'s prompt
+  // that follow what the local tiers hold now (RemotePages::prefetch), so that its admit later
+  // need not wait for the store. A scheduler calls it when it queues the request. No side effect
+  // on the cache; nothing without a remote tier.
+  void prefetch(const Request& request);
 
   // Loading from the host tier: whether the copies of `ticket` (from admit) are done; wait_load
   // blocks until they are. Ticket 0 is always done.

@@ -2,7 +2,7 @@
 // Redis one). Not in the trie: pages are looked up by their chain hash (radix/page_hash.h) after
 // the local match, and written when they leave the lowest local tier (TierEvents::dropping, which
 // the tree calls on this object: it is the tree's event sink and forwards everything to the
-// TierConfig's own sink, if any).
+// TierConfig's own sink, if any), or, writing through, when they are cached (TierEvents::inserted).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,10 @@ class RemotePages : public TierEvents {
   virtual uint32_t load(const PageHash& parent, std::span<const PageHash> hashes,
                         std::span<const TokenId> tokens, PagePool& pool,
                         std::span<const PageId> pages) = 0;
+  // Starts looking up, in the background, the pages `hashes` names (those after a queued request's
+  // local match), so that a later load() of them need not wait for the store. Never blocks on
+  // the store, never throws for its failure. By default nothing.
+  virtual void prefetch(std::span<const PageHash> /*hashes*/) {}
   // The pools whose pages dropping() names (nullptr: no such tier). Throws std::invalid_argument
   // for a pool the tier cannot read.
   virtual void attach_pools(PagePool* device, PagePool* host) = 0;

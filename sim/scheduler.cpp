@@ -464,6 +464,7 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
     stats_.prompt_tokens += e.tokens.size();
     stats_.hit_tokens += r.reused_tokens;
     stats_.host_hit_tokens += r.host_hit_tokens;
+    stats_.remote_hit_tokens += r.remote_hit_tokens;
   } else {
     ++stats_.readmitted;
   }

@@ -1,7 +1,8 @@
 // EventLog: a consumer of the tree's tier events (radix/tier_events.h) for the tests. It applies
 // them as a consumer would, holding a page set per tier, and checks them as they come: every
 // stored page's hash chains from its parent's, nothing is stored twice or removed when absent,
-// dropping() comes while the page is still held and still on that tier. Failures throw
+// dropping() comes while the page is still held and still on that tier, inserted() after its
+// stored() while the device page holds its bytes. Failures throw
 // PropertyFailure.
 #pragma once
 
@@ -43,7 +44,7 @@ class EventLog final : public TierEvents {
     host_set_.clear();
   }
   void flush() override { ++flushes_; }
-  void dropping(const DroppedPage& d) override {
+  void dropping(const TreePage& d) override {
     const PagePool& pool = d.tier == Tier::kDevice ? device_ : host_;
     expect(pool.contains(d.page) && pool.refcount(d.page) > 0,
            "dropping(): the page must still hold its bytes");
@@ -51,6 +52,14 @@ class EventLog final : public TierEvents {
     expect(d.tokens.size() == P_ && chain_page_hash(d.parent, d.tokens) == d.hash,
            "dropping(): the page's hash must chain from its parent over its tokens");
     ++dropping_;
+  }
+  void inserted(const TreePage& d) override {
+    expect(d.tier == Tier::kDevice && device_.contains(d.page) && device_.refcount(d.page) > 0,
+           "inserted(): a device page that holds its bytes");
+    expect(device_set_.contains(d.hash), "inserted(): the stored() event must come first");
+    expect(d.tokens.size() == P_ && chain_page_hash(d.parent, d.tokens) == d.hash,
+           "inserted(): the page's hash must chain from its parent over its tokens");
+    ++inserted_;
   }
 
   std::vector<PageHash> sorted(Tier tier) const {
@@ -60,6 +69,7 @@ class EventLog final : public TierEvents {
   uint64_t flushes() const { return flushes_; }
   uint64_t events() const { return events_; }
   uint64_t droppings() const { return dropping_; }
+  uint64_t insertions() const { return inserted_; }
 
  private:
   std::set<PageHash>& held(Tier tier) { return tier == Tier::kDevice ? device_set_ : host_set_; }
@@ -68,7 +78,7 @@ class EventLog final : public TierEvents {
   const PagePool& device_;
   const PagePool& host_;
   std::set<PageHash> device_set_, host_set_;
-  uint64_t flushes_ = 0, events_ = 0, dropping_ = 0;
+  uint64_t flushes_ = 0, events_ = 0, dropping_ = 0, inserted_ = 0;
 };
 
 }  // namespace radixkv::testing

@@ -1,11 +1,15 @@
 // MemoryStore: a RemoteStore in a map, for tests of the remote tier without a server. It can be
-// told to fail (every call throws RemoteError until told otherwise) and counts its calls.
+// told to fail (every call throws RemoteError until told otherwise), its gets can be held at a
+// closed gate (each waits for it up to `gate_timeout`, then throws RemoteError as a timed-out
+// server would), and it counts its calls.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "remote/remote_store.h"
 
@@ -17,6 +21,10 @@ class MemoryStore final : public remote::RemoteStore {
     std::mutex mutex;
     std::map<std::string, std::string> values;
     std::atomic<bool> failing{false};
+    std::atomic<bool> gate_closed{false};
+    std::chrono::milliseconds gate_timeout{100};
+    std::atomic<int> at_gate{0};             // gets waiting at the closed gate now
+    std::chrono::microseconds get_delay{0};  // every get takes at least this long (a slow server)
     uint64_t gets = 0, puts = 0;
   };
   explicit MemoryStore(Shared& shared) : shared_(shared) {}
@@ -29,6 +37,16 @@ class MemoryStore final : public remote::RemoteStore {
     return out;
   }
   std::vector<std::optional<std::string>> get(std::span<const std::string> keys) override {
+    const auto deadline = std::chrono::steady_clock::now() + shared_.gate_timeout;
+    if (shared_.gate_closed) {
+      ++shared_.at_gate;
+      while (shared_.gate_closed && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      --shared_.at_gate;
+      if (shared_.gate_closed) throw remote::RemoteError("memory store: timed out at the gate");
+    }
+    std::this_thread::sleep_for(shared_.get_delay);
     std::lock_guard lock(shared_.mutex);
     check();
     ++shared_.gets;

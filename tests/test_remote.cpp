@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "kv_store/page_backend.h"
@@ -19,7 +20,10 @@
 #include "remote/redis_url.h"
 #include "remote/remote_tier.h"
 #include "remote/resolved_host.h"
+#include "runtime/prefix_cache_runtime.h"
 #include "tests/memory_store.h"
+#include "tests/small_traces.h"
+#include "tools/replay/engine_replay.h"
 
 namespace radixkv {
 namespace {
@@ -274,11 +278,29 @@ struct TierFixture {
   PagePool pool{layout, 16, make_host_backend()};
   remote::RemoteTier tier;
 
-  explicit TierFixture(std::size_t queue_pages = 64)
+  explicit TierFixture(std::size_t queue_pages = 64,
+                       remote::PrefetchPolicy prefetch = remote::PrefetchPolicy::kOff)
       : tier(std::make_unique<testing::MemoryStore>(shared),
-             std::make_unique<testing::MemoryStore>(shared),
-             remote::RemoteTierConfig{"t", layout, "", 0, queue_pages, 8}) {
+             std::make_unique<testing::MemoryStore>(shared), config(queue_pages, prefetch), nullptr,
+             std::make_unique<testing::MemoryStore>(shared)) {
     tier.attach_pools(&pool, nullptr);
+  }
+
+  remote::RemoteTierConfig config(std::size_t queue_pages, remote::PrefetchPolicy prefetch) const {
+    remote::RemoteTierConfig c{"t", layout, "", 0, queue_pages, 8};
+    c.prefetch = prefetch;
+    c.prefetch_wait = std::chrono::milliseconds(100);
+    return c;
+  }
+
+  // The hashes of the pages of `tokens` after `matched` pages; `parent` gets the one before.
+  static std::vector<PageHash> hashes_after(Namespace ns, const std::vector<TokenId>& tokens,
+                                            uint32_t matched, PageHash* parent = nullptr) {
+    std::vector<PageHash> hashes;
+    const PageHash before = chain_page_hashes(
+        ns, tokens, P, matched, static_cast<uint32_t>(tokens.size() / P) - matched, hashes);
+    if (parent != nullptr) *parent = before;
+    return hashes;
   }
 
   // Writes the first `pages` pages of `tokens` (namespace ns) as if each left the device with the
@@ -301,15 +323,8 @@ struct TierFixture {
   // Loads what follows `matched` pages of `tokens`; returns the count and checks the bytes.
   uint32_t load(Namespace ns, const std::vector<TokenId>& tokens, uint32_t matched,
                 uint8_t fill = 0) {
-    PageHash parent = namespace_seed(ns);
-    for (uint32_t i = 0; i < matched; ++i)
-      parent = chain_page_hash(parent, {tokens.data() + i * P, P});
-    std::vector<PageHash> hashes;
-    PageHash h = parent;
-    for (std::size_t i = matched; i < tokens.size() / P; ++i) {
-      h = chain_page_hash(h, {tokens.data() + i * P, P});
-      hashes.push_back(h);
-    }
+    PageHash parent;
+    const std::vector<PageHash> hashes = hashes_after(ns, tokens, matched, &parent);
     std::vector<PageId> ids;
     REQUIRE(pool.allocate(static_cast<uint32_t>(hashes.size()), ids));
     const uint32_t loaded =
@@ -422,6 +437,224 @@ TEST_CASE("remote tier: a full write queue drops pages and counts them, never bl
   f.tier.drain();
   CHECK(f.tier.stats().stored_pages == s.queued_pages);
   f.pool.release(ids);
+}
+
+TEST_CASE("remote prefetch: a load after a finished prefetch asks the store nothing, same pages") {
+  for (const auto policy :
+       {remote::PrefetchPolicy::kBestEffort, remote::PrefetchPolicy::kTimeout}) {
+    CAPTURE(to_string(policy));
+    TierFixture sync;
+    TierFixture f(64, policy);
+    const std::vector<TokenId> tokens = iota_tokens(6 * TierFixture::P, 300);
+    for (TierFixture* x : {&sync, &f}) x->write(4, tokens, 4, 20);  // pages 0..3 of 6
+    f.tier.prefetch(TierFixture::hashes_after(4, tokens, 1));
+    f.tier.drain();
+    const uint64_t gets = f.shared.gets;
+    // The same run as a synchronous load, bytes checked by load(): pages 1..3, page 4 missing.
+    CHECK(sync.load(4, tokens, 1, 20) == 3);
+    CHECK(f.load(4, tokens, 1, 20) == 3);
+    CHECK(f.shared.gets == gets);  // the prefetch's answer covered everything, the miss included
+    CHECK(f.tier.stats().prefetch.taken_pages == 3);
+    CHECK(f.tier.stats().lookups == 0);
+    // Taken once: the next load of those pages goes to the store (timeout) or misses (best
+    // effort, which never asks).
+    const bool asks = policy == remote::PrefetchPolicy::kTimeout;
+    CHECK(f.load(4, tokens, 1, 20) == (asks ? 3u : 0u));
+    CHECK(f.shared.gets == gets + (asks ? 1 : 0));
+  }
+}
+
+TEST_CASE("remote prefetch: the runtime's prefetch names the pages after the local match") {
+  constexpr uint32_t P = TierFixture::P;
+  TierFixture f(64, remote::PrefetchPolicy::kBestEffort);  // admit itself never asks the store
+  std::vector<TokenId> prompt = iota_tokens(4 * P + 1, 40);
+  f.write(0, prompt, 4, 0);
+  TierConfig tiers;
+  tiers.remote = &f.tier;
+  PrefixCacheRuntime runtime(f.pool, {0, 1.0, 1.0}, tiers);
+  // The first 2 pages cached locally (another request), so only pages 2 and 3 are prefetched.
+  const std::vector<TokenId> stem(prompt.begin(), prompt.begin() + 2 * P + 1);
+  const AdmitResult a = runtime.admit({1, 0, stem});
+  REQUIRE(a.ok());
+  REQUIRE(a.remote_hit_tokens == 0);  // nothing prefetched for it: best effort misses
+  runtime.commit(a.seq, static_cast<uint32_t>(stem.size()));
+  runtime.finish(a.seq);
+  runtime.prefetch({2, 0, prompt});
+  f.tier.drain();
+  CHECK(f.tier.stats().prefetch.requests == 1);
+  CHECK(f.tier.stats().prefetch.fetched_pages == 2);
+  const AdmitResult b = runtime.admit({2, 0, prompt});
+  REQUIRE(b.ok());
+  CHECK(b.device_hit_tokens == 2 * P);
+  CHECK(b.remote_hit_tokens == 2 * P);
+  CHECK(b.reused_tokens == 4 * P);
+  runtime.finish(b.seq);
+  CHECK(runtime.check_accounting() == 0);
+}
+
+TEST_CASE("remote prefetch: one still in flight does not hold the load past the timeout") {
+  const std::vector<TokenId> tokens = iota_tokens(4 * TierFixture::P, 900);
+  for (const auto policy :
+       {remote::PrefetchPolicy::kBestEffort, remote::PrefetchPolicy::kTimeout}) {
+    CAPTURE(to_string(policy));
+    TierFixture f(64, policy);
+    f.write(0, tokens, 4, 0);
+    f.shared.gate_timeout = std::chrono::milliseconds(2000);  // a store far slower than the wait
+    f.shared.gate_closed = true;
+    f.tier.prefetch(TierFixture::hashes_after(0, tokens, 0));
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(f.load(0, tokens, 0) == 0);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // best_effort does not wait at all; timeout waits for the prefetch 100 ms (its wait), and
+    // does not then ask the store itself for pages its prefetch is still fetching.
+    if (policy == remote::PrefetchPolicy::kBestEffort) {
+      CHECK(ms < 50);
+    } else {
+      CHECK(ms >= 95);
+      CHECK(ms < 600);
+    }
+    CHECK(f.tier.stats().lookups == 0);
+    f.shared.gate_closed = false;
+    f.tier.drain();
+    // The late answer is still there for the next admit of the request.
+    CHECK(f.load(0, tokens, 0) == 4);
+  }
+}
+
+TEST_CASE("remote prefetch: a corrupted value it fetched is a miss, counted, never served") {
+  TierFixture f(64, remote::PrefetchPolicy::kTimeout);
+  const std::vector<TokenId> tokens = iota_tokens(4 * TierFixture::P, 70);
+  f.write(2, tokens, 4, 1);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    const std::vector<PageHash> hashes = TierFixture::hashes_after(2, tokens, 0);
+    std::string& v =
+        f.shared.values.at(remote::page_key("t", remote::layout_id(f.layout, ""), hashes[2]));
+    v.back() = static_cast<char>(v.back() ^ 0x01);
+  }
+  f.tier.prefetch(TierFixture::hashes_after(2, tokens, 0));
+  f.tier.drain();
+  const uint64_t gets = f.shared.gets;
+  CHECK(f.load(2, tokens, 0, 1) == 2);
+  CHECK(f.tier.stats().bad_values == 1);
+  CHECK(f.tier.stats().prefetch.taken_pages == 4);
+  CHECK(f.shared.gets == gets);
+}
+
+TEST_CASE(
+    "remote prefetch: a full queue drops the prefetch, counted, and the load then asks itself") {
+  TierFixture f(64, remote::PrefetchPolicy::kTimeout);
+  const std::vector<TokenId> tokens = iota_tokens(3 * TierFixture::P, 5);
+  f.write(0, tokens, 3, 0);
+  f.shared.gate_timeout = std::chrono::milliseconds(2000);
+  f.shared.gate_closed = true;  // the reader thread holds its first lookup at the gate
+  std::vector<TokenId> other = iota_tokens(3 * TierFixture::P, 5000);
+  f.tier.prefetch(TierFixture::hashes_after(0, other, 0));  // in flight
+  while (f.shared.at_gate == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 256; ++i) f.tier.prefetch(TierFixture::hashes_after(0, other, 1));  // queued
+  f.tier.prefetch(TierFixture::hashes_after(0, tokens, 0));                               // dropped
+  CHECK(f.tier.stats().prefetch.dropped == 1);
+  f.shared.gate_closed = false;
+  // Never prefetched: the load looks its pages up itself.
+  CHECK(f.load(0, tokens, 0) == 3);
+  CHECK(f.tier.stats().lookups == 1);
+}
+
+// Byte b of page i of a prompt whose tokens are `tokens`: what the "model" computed there.
+std::byte page_byte(const std::vector<TokenId>& tokens, uint32_t i) {
+  return static_cast<std::byte>(tokens[size_t{i} * TierFixture::P] & 0xff);
+}
+
+TEST_CASE(
+    "remote tier: write-through writes each computed page once, when cached, bytes and all, "
+    "write-back only when it is dropped") {
+  constexpr uint32_t P = TierFixture::P;
+  const std::vector<TokenId> first = iota_tokens(13, 100);            // 3 whole pages
+  std::vector<TokenId> second(first.begin(), first.begin() + 2 * P);  // shares 2 pages
+  for (TokenId t : iota_tokens(5, 500)) second.push_back(t);          // and adds 1
+  for (const bool through : {false, true}) {
+    CAPTURE(through);
+    testing::MemoryStore::Shared shared;
+    const KvLayout layout{1, 1, 4, 2, P};
+    PagePool pool(layout, 32, make_host_backend());
+    remote::RemoteTierConfig config{"t", layout, "", 0, 64, 8};
+    config.write_through = through;
+    remote::RemoteTier tier(std::make_unique<testing::MemoryStore>(shared),
+                            std::make_unique<testing::MemoryStore>(shared), config);
+    {
+      TierConfig tiers;
+      tiers.remote = &tier;
+      PrefixCacheRuntime runtime(pool, {0, 1.0, 1.0}, tiers);
+      for (const std::vector<TokenId>& prompt : {first, second}) {
+        const AdmitResult r = runtime.admit({0, 0, prompt});
+        REQUIRE(r.ok());
+        // "Compute" the pages after the reused ones, then cache them.
+        for (uint32_t i = r.reused_tokens / P; i < r.block_table.size(); ++i) {
+          for (std::byte& b : pool.host_bytes(r.block_table[i])) b = page_byte(prompt, i);
+        }
+        runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+        runtime.finish(r.seq);
+      }
+      tier.drain();
+      REQUIRE(runtime.cached_pages() == 4);
+      CHECK(tier.stats().stored_pages == (through ? 4u : 0u));
+      CHECK(shared.values.size() == (through ? 4u : 0u));
+      // Dropping them all: write-back writes them now; write-through knows the store has them.
+      CHECK(runtime.evict(4) == 4);
+      tier.drain();
+      CHECK(tier.stats().stored_pages == 4);
+      CHECK(tier.stats().known_skipped == (through ? 4u : 0u));
+      CHECK(shared.values.size() == 4);
+    }
+    // What was written is each page's bytes as computed: another tier loads them back, checked.
+    remote::RemoteTier reader(std::make_unique<testing::MemoryStore>(shared),
+                              std::make_unique<testing::MemoryStore>(shared), config);
+    for (const std::vector<TokenId>& prompt : {first, second}) {
+      std::vector<PageHash> hashes;
+      const PageHash parent = chain_page_hashes(0, prompt, P, 0, 3, hashes);
+      std::vector<PageId> ids;
+      REQUIRE(pool.allocate(3, ids));
+      REQUIRE(reader.load(parent, hashes, prompt, pool, ids) == 3);
+      for (uint32_t i = 0; i < 3; ++i) {
+        for (std::byte b : pool.host_bytes(ids[i])) REQUIRE(b == page_byte(prompt, i));
+      }
+      pool.release(ids);
+    }
+    CHECK(reader.stats().bad_values == 0);
+  }
+}
+
+TEST_CASE("engine replay: the time admit waits for the remote store is on the simulated clock") {
+  tools::GenConfig gen = testing::small_gen_config(11);
+  gen.conversations = 40;
+  const tools::Trace trace = testing::generated_trace(gen);
+  const auto replay = [&](std::chrono::microseconds delay) {
+    testing::MemoryStore::Shared shared;  // empty: every lookup misses, the same in both runs
+    shared.get_delay = delay;
+    const KvLayout layout{1, 1, 4, 2, TierFixture::P};
+    remote::RemoteTier tier(std::make_unique<testing::MemoryStore>(shared),
+                            std::make_unique<testing::MemoryStore>(shared),
+                            remote::RemoteTierConfig{"t", layout, "", 0, 1u << 16, 64});
+    tools::EngineReplayConfig config;
+    config.layout = layout;
+    config.model = "test";
+    config.pool_pages = 4096;
+    config.compare_no_cache = false;
+    config.remote = &tier;
+    tools::ReplayResult r = tools::replay_engine(trace, config);
+    const remote::RemoteTierStats s = tier.stats();
+    REQUIRE(s.lookups > 10);
+    CHECK(r.ok());
+    CHECK(r.remote.hit_tokens == 0);
+    return std::pair(r, s);
+  };
+  const auto [fast, fast_stats] = replay(std::chrono::microseconds(0));
+  const auto [slow, slow_stats] = replay(std::chrono::microseconds(3000));
+  CHECK(slow_stats.load_wait_ns >= slow_stats.lookups * 3'000'000);
+  // Each lookup stalls the step that made it by 3 ms: the first tokens come later.
+  CHECK(slow.engine.run.ttft_mean_s > fast.engine.run.ttft_mean_s + 0.001);
+  CHECK(slow.engine.run.ttft_max_s > fast.engine.run.ttft_max_s);
 }
 
 TEST_CASE("remote tier: a write queue or batch of no pages is refused") {

@@ -138,6 +138,103 @@ TEST_CASE("names: a host that never resolves costs counted errors, never a hang"
   CHECK(seconds < 20.0);
 }
 
+TEST_CASE(
+    "two processes, engine mode: B, with cold local tiers, gets remote hits from A, and B's hit "
+    "rate "
+    ">= A's") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  REQUIRE(redis_cli(port, "dbsize") == "0");
+  const std::vector<std::string> engine{"replay", "--mode", "engine", "--capacity-tokens", "65536"};
+  std::vector<std::string> local_args = engine;
+  local_args.push_back("--json");
+  const testing::CliRun local = testing::run_cli(local_args);  // the control: no remote tier
+  REQUIRE_MESSAGE(local.status == 0, local.err);
+  const auto jl = nlohmann::json::parse(local.out);
+  std::vector<std::string> remote_args = engine;
+  remote_args.insert(remote_args.end(), {"--remote", testing::redis_url()});
+  const auto [ja, jb] = testing::replay_twice(remote_args);
+  CHECK(jl.count("remote_hit_tokens") == 0);
+  CHECK(ja["mode"] == "engine");
+  // Redis holds what A and B wrote (B rewrites pages it computed itself that A had written too:
+  // answers, which no lookup asks for).
+  const uint64_t keys = std::stoull(redis_cli(port, "dbsize"));
+  CHECK(ja["remote_stored_pages"].get<uint64_t>() > 0);
+  CHECK(keys >= ja["remote_stored_pages"].get<uint64_t>());
+  CHECK(keys <=
+        ja["remote_stored_pages"].get<uint64_t>() + jb["remote_stored_pages"].get<uint64_t>());
+  CHECK(ja["hit_rate"].get<double>() >= jl["hit_rate"].get<double>());
+  CHECK(jb["remote_hit_tokens"].get<uint64_t>() > ja["remote_hit_tokens"].get<uint64_t>());
+  CHECK(jb["hit_rate"].get<double>() > ja["hit_rate"].get<double>());
+  // Hits count at a request's first admission; a request readmitted after a preemption loads
+  // its pages again.
+  CHECK(jb["remote_loaded_pages"].get<uint64_t>() * 16 >= jb["remote_hit_tokens"].get<uint64_t>());
+  // hit_rate counts every tier: the hit tokens include the remote ones.
+  for (const auto* j : {&ja, &jb}) {
+    CHECK((*j)["hit_tokens"].get<uint64_t>() >= (*j)["remote_hit_tokens"].get<uint64_t>());
+    CHECK((*j)["hit_tokens"].get<double>() / (*j)["input_tokens"].get<double>() ==
+          doctest::Approx((*j)["hit_rate"].get<double>()));
+    CHECK((*j)["remote_errors"] == 0);
+    CHECK((*j)["remote_bad_values"] == 0);
+    CHECK((*j)["remote_dropped_writes"] == 0);
+    CHECK((*j)["pages_leaked"] == 0);
+    CHECK((*j)["accounting_ok"] == true);
+  }
+  MESSAGE("engine mode: hit rate local-only " << jl["hit_rate"] << ", A " << ja["hit_rate"]
+                                              << ", B " << jb["hit_rate"] << " (remote "
+                                              << jb["remote_hit_tokens"] << " tokens)");
+}
+
+TEST_CASE(
+    "write-through: with nothing evicted, back writes nothing and through every cached page, "
+    "which B then hits") {
+  RADIXKV_NEED_REDIS();
+  const int port = testing::redis_ports().at(0);
+  // Room for every page of the built-in trace's prompts (and answers, in engine mode).
+  for (const std::string mode : {"cache", "engine"}) {
+    CAPTURE(mode);
+    const auto run = [&](const std::string& write) {
+      const testing::CliRun r =
+          testing::run_cli({"replay", "--mode", mode, "--capacity-tokens", "2e7", "--json",
+                            "--remote", testing::redis_url(), "--remote-write", write,
+                            "--remote-queue-pages", "1e6", "--remote-timeout-ms", "2000"});
+      REQUIRE_MESSAGE(r.status == 0, r.err);
+      return nlohmann::json::parse(r.out);
+    };
+    REQUIRE(redis_cli(port, "flushall") == "OK");
+    const auto back = run("back");
+    REQUIRE(back["evictions"] == 0);
+    CHECK(back["remote_write"] == "back");
+    CHECK(back["remote_stored_pages"] == 0);
+    CHECK(redis_cli(port, "dbsize") == "0");
+    const auto after_back = run("back");
+    CHECK(after_back["remote_hit_tokens"] == 0);
+    // Engine mode's clock counts the lookups' wall time (engine_replay.h): only cache mode
+    // repeats its schedule exactly.
+    if (mode == "cache") CHECK(after_back["hit_rate"] == back["hit_rate"]);
+
+    REQUIRE(redis_cli(port, "flushall") == "OK");
+    const auto through = run("through");
+    REQUIRE(through["evictions"] == 0);
+    CHECK(through["remote_write"] == "through");
+    // Exactly the distinct pages A cached, each once.
+    const uint64_t cached = through["final_cached_pages"].get<uint64_t>();
+    CHECK(through["inserted_pages"].get<uint64_t>() == cached);
+    CHECK(through["remote_stored_pages"].get<uint64_t>() == cached);
+    CHECK(redis_cli(port, "dbsize") == std::to_string(cached));
+    CHECK(through["remote_dropped_writes"] == 0);
+    if (mode == "cache") CHECK(through["hit_rate"] == back["hit_rate"]);  // nothing came back
+    const auto after_through = run("back");
+    CHECK(after_through["remote_hit_tokens"].get<uint64_t>() > 0);
+    CHECK(after_through["hit_rate"].get<double>() > through["hit_rate"].get<double>());
+    CHECK(after_through["remote_stored_pages"] == 0);
+    for (const auto* j : {&back, &after_back, &through, &after_through}) {
+      CHECK((*j)["remote_errors"] == 0);
+      CHECK((*j)["pages_leaked"] == 0);
+    }
+  }
+}
+
 TEST_CASE("faults: Redis killed mid-replay: the replay finishes, errors counted, nothing leaked") {
   RADIXKV_NEED_REDIS();
   const int port = testing::redis_ports().at(0);
@@ -387,9 +484,18 @@ TEST_CASE("command line: the remote flags from a TOML config, and the combinatio
     CHECK_MESSAGE(run.err.find(why) != std::string::npos, run.err);
   };
   refused({"replay", "--remote-prefix", "x"}, "--remote-prefix: needs --remote");
-  refused({"replay", "--remote", testing::redis_url(), "--mode", "engine"}, "cache mode only");
+  refused({"replay", "--remote", testing::redis_url(), "--mode", "cluster"}, "not in cluster mode");
+  refused({"replay", "--remote", testing::redis_url(), "--mode", "engine", "--no-cache"},
+          "not with --no-cache");
   refused({"replay", "--remote", testing::redis_url(), "--sweep", "1e3,1e4"}, "not with --sweep");
   refused({"replay", "--remote", "redis://h:1", "--remote-prefix", ""}, "--remote-prefix");
+  refused({"replay", "--remote", "redis://h:1", "--remote-write", "around"},
+          "--remote-write: 'around' is not a write mode");
+  refused({"replay", "--remote-write", "through"}, "--remote-write: needs --remote");
+  refused({"replay", "--remote", "redis://h:1", "--remote-prefetch", "timeout"},
+          "--remote-prefetch: engine mode only");
+  refused({"replay", "--remote", "redis://h:1", "--mode", "engine", "--remote-prefetch", "eager"},
+          "--remote-prefetch: 'eager' is not a prefetch policy");
   refused({"replay", "--remote", "redis://h:1", "--remote-value-bytes", "1TiB"},
           "--remote-value-bytes");
 }

@@ -239,6 +239,9 @@ TEST_CASE("tier events without a host tier: the device is the lowest tier, and c
   CHECK(log.flushes() == calls);
   CHECK(log.sorted(Tier::kDevice) == device_hashes());
   CHECK(log.droppings() >= 5);  // every evicted page left from the device
+  // Every computed page was inserted once (4 pages of each prompt), and nothing else.
+  CHECK(log.insertions() == 16);
+  CHECK(log.insertions() == runtime.stats().committed_pages);
   CHECK(log.sorted(Tier::kHost).empty());
   const AdmitResult live = runtime.admit({2, 0, iota_tokens(3)});
   CHECK_THROWS_WITH_AS(runtime.clear_cache(), doctest::Contains("live"), std::logic_error);

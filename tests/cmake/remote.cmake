@@ -3,7 +3,8 @@
 # loopback ports and stops it afterwards; they are labelled `integration` and, under CI=true, fail
 # rather than skip when Redis cannot start.
 if(TARGET radixkv_remote)
-  radixkv_add_test(test_remote SOURCES test_remote.cpp LIBS radixkv_remote LABELS threads)
+  radixkv_add_test(test_remote SOURCES test_remote.cpp LIBS radixkv_remote radixkv_replay
+    LABELS threads)
 
   set(RADIXKV_WITH_REDIS ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh)
   radixkv_add_test(test_remote_redis

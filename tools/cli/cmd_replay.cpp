@@ -274,12 +274,20 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   const std::string several_runs = cli.given("--sweep")        ? "--sweep"
                                    : cli.given("--sweep-host") ? "--sweep-host"
                                                                : "";
-  check_remote_flags(cli, engine ? "cache mode only for now"
-                          : several_runs.empty()
-                              ? ""
-                              : fmt::format("not with {} (each run would read the pages the "
-                                            "previous one wrote)",
-                                            several_runs));
+  std::string remote_refusal;
+  if (f.mode == "cluster") {
+    remote_refusal = "not in cluster mode (its workers have no remote tier yet)";
+  } else if (cli.given("--no-cache")) {
+    remote_refusal = "not with --no-cache (a run with caching off reads no cache)";
+  } else if (!several_runs.empty()) {
+    remote_refusal = fmt::format(
+        "not with {} (each run would read the pages the previous one wrote)", several_runs);
+  }
+  check_remote_flags(cli, remote_refusal);
+  if (!engine && cli.given("--remote-prefetch")) {
+    throw UsageError(fmt::format("{}: engine mode only (cache mode queues no request to prefetch)",
+                                 cli.describe("--remote-prefetch")));
+  }
   if (!cli.given("--trace")) {
     for (const char* flag : {"--format", "--block-tokens"}) {
       if (cli.given(flag)) {
@@ -556,6 +564,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     config.progress = std::ref(progress);
     config.events = hooks.events;
     config.at_end = hooks.at_end;
+    config.remote = remote.get();
     const Activity activity(fmt::format("replaying {} in engine mode", trace.source));
     status = run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
                                f.json, out, err, hooks.report);

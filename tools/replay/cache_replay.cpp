@@ -268,13 +268,7 @@ void CacheReplayer::finish_run() {
   result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
   if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();
   if (config_.remote != nullptr) {
-    config_.remote->drain();
-    const remote::RemoteTierStats s = config_.remote->stats();
-    result_.remote.loaded_pages = s.loaded_pages;
-    result_.remote.stored_pages = s.stored_pages;
-    result_.remote.dropped_writes = s.dropped_writes;
-    result_.remote.errors = s.errors;
-    result_.remote.bad_values = s.bad_values;
+    result_.remote = remote_replay_result(*config_.remote, result_.remote.hit_tokens);
   }
 }
 

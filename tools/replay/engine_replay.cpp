@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kv_store/page_pool.h"
+#include "remote/remote_tier.h"
 #include "runtime/prefix_cache_runtime.h"
 #include "tools/replay/engine_parts.h"
 
@@ -30,6 +31,7 @@ struct CacheSide {
   double wall_seconds = 0;
   LatencyRecorder admit, finish;
   HostTierResult host;  // with a host tier
+  uint64_t remote_hit_tokens = 0;
 };
 
 // One run over the whole trace: requests submitted at their arrival (in `order`), steps priced by
@@ -49,7 +51,8 @@ class EngineRunner {
         host_pages_(host_pages(pool_, trace, host)),
         runtime_(std::make_unique<PrefixCacheRuntime>(
             pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy},
-            tier_config(host, host_pages_.get(), primary ? config.events : nullptr))),
+            tier_config(host, host_pages_.get(), primary ? config.events : nullptr,
+                        primary && use_cache ? config.remote : nullptr))),
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
@@ -68,7 +71,8 @@ class EngineRunner {
   static std::unique_ptr<HostTierPages> host_pages(const PagePool& pool, const Trace& trace,
                                                    const HostTierReplayConfig* host);
   static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
-                                TierEvents* events);
+                                TierEvents* events, remote::RemoteTier* remote);
+  double remote_wait_seconds();
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
   uint64_t new_written_pages();
   void admitted(uint64_t id, const AdmitResult& r);
@@ -95,6 +99,7 @@ class EngineRunner {
   std::unordered_map<uint64_t, double> copies_done_;
   std::vector<double> loaded_at_;  // per device page (by id - first): when its last load ends
   uint64_t written_seen_ = 0;
+  uint64_t remote_wait_seen_ns_ = 0;
   std::size_t next_arrival_ = 0;  // position in order_ of the next request to submit
 };
 
@@ -116,8 +121,9 @@ std::unique_ptr<HostTierPages> EngineRunner::host_pages(const PagePool& pool, co
 }
 
 TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
-                                     TierEvents* events) {
+                                     TierEvents* events, remote::RemoteTier* remote) {
   TierConfig tiers = TierConfig::with_events(events);
+  tiers.remote = remote;
   if (pages == nullptr) return tiers;
   tiers.host.pool = pages->pool.get();
   tiers.host.copier = pages->copier.get();
@@ -157,6 +163,15 @@ void EngineRunner::admitted(uint64_t id, const AdmitResult& r) {
   copies_done_[id] = ready;
 }
 
+// Wall time the remote tier's lookups have stalled this thread since the last call.
+double EngineRunner::remote_wait_seconds() {
+  if (!primary_ || config_.remote == nullptr) return 0;
+  const uint64_t waited = config_.remote->stats().load_wait_ns;
+  const uint64_t fresh = waited - remote_wait_seen_ns_;
+  remote_wait_seen_ns_ = waited;
+  return static_cast<double>(fresh) * 1e-9;
+}
+
 bool EngineRunner::load_ready(uint64_t id) {
   const auto it = copies_done_.find(id);
   if (it == copies_done_.end()) return true;
@@ -183,7 +198,10 @@ bool EngineRunner::wait_for_copies() {
 
 void EngineRunner::submit(uint32_t index) {
   run_.output_tokens += trace_.requests[index].output_tokens;
-  if (!scheduler_->submit(sched_request(trace_, expander_, index))) ++run_.rejected;
+  SchedRequest request = sched_request(trace_, expander_, index);
+  // With a remote tier, its lookup starts now, while the request waits (RemoteTier::prefetch).
+  runtime_->prefetch({request.id, request.name_space, request.prompt, request.priority});
+  if (!scheduler_->submit(std::move(request))) ++run_.rejected;
 }
 
 void EngineRunner::step() {
@@ -191,7 +209,8 @@ void EngineRunner::step() {
   // Write-backs of the previous step's commits and finishes occupy the D2H engine from now.
   if (copies_) copies_->write(now_, new_written_pages());
   const StepReport& step = scheduler_->step();
-  now_ += config_.cost.step_seconds(step.prefill_tokens, step.decode_tokens);
+  now_ +=
+      config_.cost.step_seconds(step.prefill_tokens, step.decode_tokens) + remote_wait_seconds();
   for (uint64_t id : step.first_token) ttft_.push_back(now_ - trace_.requests[id].arrival_s);
   if (!step.finished.empty()) last_finish_ = now_;
   run_.finished += step.finished.size();
@@ -247,6 +266,7 @@ void EngineRunner::finish(CacheSide& side) {
   run_.steps = stats.steps;
   run_.held = stats.held;
   run_.hit_tokens = stats.hit_tokens;
+  side.remote_hit_tokens = stats.remote_hit_tokens;
   run_.prefill_tokens = stats.prefill_tokens;
   run_.peak_waiting = stats.peak_waiting;
   summarise_ttft(ttft_, run_);
@@ -331,6 +351,9 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
     result.host.low_watermark_pages = budget.low_pages();
     engine.h2d_gbps = config.host.h2d_gbps;
     engine.d2h_gbps = config.host.d2h_gbps;
+  }
+  if (config.remote != nullptr && !config.no_cache) {
+    result.remote = remote_replay_result(*config.remote, side.remote_hit_tokens);
   }
   result.wall_seconds = side.wall_seconds;
   result.cache_seconds = side.admit.total_seconds() + side.finish.total_seconds();

@@ -24,6 +24,13 @@
 //     running request waits for copies and nothing arrives sooner, the clock jumps to the first
 //     copy done. A request whose device hits another one is still loading waits for that load
 //     (the runtime's copier is instant, so the clock keeps each device page's last load).
+//   - With a remote tier (EngineReplayConfig::remote), admit looks up the pages after the local
+//     match there, synchronously, as the runtime does: the scheduler's thread waits for the store,
+//     so the wall time those lookups take (RemoteTierStats::load_wait_ns) is added to the
+//     simulated clock of the step that made them. Remote hits count as hits (and remote hits); the
+//     tier is drained before the result is read. The baselines run without it. Each request is
+//     prefetched (PrefixCacheRuntime::prefetch) when it is queued: with the tier's prefetch on,
+//     its lookup runs on the tier's reader thread meanwhile.
 //   - At the end the run checks, with no live sequence: check_accounting() (refcounts, the
 //     identity capacity = free + cached + private, tree.verify()), then destroys the runtime and
 //     counts every page not back on the free list as leaked.
@@ -39,6 +46,10 @@
 #include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
 #include "tools/trace/trace.h"
+
+namespace radixkv::remote {
+class RemoteTier;
+}
 
 namespace radixkv::tools {
 
@@ -59,6 +70,8 @@ struct EngineReplayConfig {
   // A host tier under the pool (tools/replay/host_tier.h), its copies priced on a copy engine
   // that overlaps compute; compare_no_cache then also runs without it (EngineResult::device_only).
   HostTierReplayConfig host;
+  // The remote tier under the cache (not owned; above); nullptr: none.
+  remote::RemoteTier* remote = nullptr;
   // The replayed cache's tier events (radix/tier_events.h, e.g. an events::EventBatcher): every
   // change of its pages, one flush per runtime call; nullptr: none. Must outlive the replay.
   TierEvents* events = nullptr;

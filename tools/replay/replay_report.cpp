@@ -78,12 +78,18 @@ std::string format_report_text(const ReplayResult& r) {
   out += format_host_tier_text(r);
   if (!r.remote.store.empty()) {
     line("remote tier",
-         fmt::format("{}: {} tokens hit ({} pages loaded), {} pages stored, {} writes dropped, {} "
-                     "errors, {} bad values",
-                     r.remote.store, group_digits(r.remote.hit_tokens),
+         fmt::format("{} (write-{}): {} tokens hit ({} pages loaded), {} pages stored, {} writes "
+                     "dropped, {} errors, {} bad values",
+                     r.remote.store, r.remote.write, group_digits(r.remote.hit_tokens),
                      group_digits(r.remote.loaded_pages), group_digits(r.remote.stored_pages),
                      group_digits(r.remote.dropped_writes), group_digits(r.remote.errors),
                      group_digits(r.remote.bad_values)));
+    if (r.remote.prefetch != "off") {
+      line("remote prefetch",
+           fmt::format("{}: {} pages taken from prefetches, {} prefetches dropped",
+                       r.remote.prefetch, group_digits(r.remote.prefetched_pages),
+                       group_digits(r.remote.prefetch_dropped)));
+    }
   }
   line("pages inserted", group_digits(r.inserted_pages));
   if (r.uncached_pages > 0) {
@@ -154,12 +160,16 @@ Json report_json(const ReplayResult& r) {
   add_host_tier_json(out, r);
   if (!r.remote.store.empty()) {
     out["remote"] = r.remote.store;
+    out["remote_write"] = r.remote.write;
     out["remote_hit_tokens"] = r.remote.hit_tokens;
     out["remote_loaded_pages"] = r.remote.loaded_pages;
     out["remote_stored_pages"] = r.remote.stored_pages;
     out["remote_dropped_writes"] = r.remote.dropped_writes;
     out["remote_errors"] = r.remote.errors;
     out["remote_bad_values"] = r.remote.bad_values;
+    out["remote_prefetch"] = r.remote.prefetch;
+    out["remote_prefetched_pages"] = r.remote.prefetched_pages;
+    out["remote_prefetch_dropped"] = r.remote.prefetch_dropped;
   }
   if (r.kv_events_published) out["kv_events_published"] = *r.kv_events_published;
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "remote/remote_tier.h"
+
 namespace radixkv::tools {
 
 ReplayResult start_replay_result(std::string mode, std::string policy, const Trace& trace,
@@ -18,6 +20,24 @@ ReplayResult start_replay_result(std::string mode, std::string policy, const Tra
   result.skipped_records = trace.skipped_records;
   result.requests = trace.requests.size();
   result.input_tokens = trace.input_tokens();
+  return result;
+}
+
+RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_tokens) {
+  tier.drain();
+  const remote::RemoteTierStats s = tier.stats();
+  RemoteReplayResult result;
+  result.store = tier.describe();
+  result.write = tier.config().write_through ? "through" : "back";
+  result.hit_tokens = hit_tokens;
+  result.loaded_pages = s.loaded_pages;
+  result.stored_pages = s.stored_pages;
+  result.dropped_writes = s.dropped_writes;
+  result.errors = s.errors;
+  result.bad_values = s.bad_values;
+  result.prefetch = to_string(tier.config().prefetch);
+  result.prefetched_pages = s.prefetch.taken_pages;
+  result.prefetch_dropped = s.prefetch.dropped;
   return result;
 }
 

@@ -14,18 +14,30 @@
 #include "tools/trace/trace.h"
 #include "tools/trace/units.h"
 
+namespace radixkv::remote {
+class RemoteTier;
+}
+
 namespace radixkv::tools {
 
 // The remote tier's part of a replay (--remote); `store` empty when there was none.
 struct RemoteReplayResult {
-  std::string store;            // where, credentials masked
-  uint64_t hit_tokens = 0;      // prompt tokens loaded from the remote tier (in hit_tokens too)
-  uint64_t loaded_pages = 0;    // pages loaded from it
-  uint64_t stored_pages = 0;    // pages the store took
-  uint64_t dropped_writes = 0;  // pages not written (queue full, store down or full)
-  uint64_t errors = 0;          // store calls that failed
-  uint64_t bad_values = 0;      // values whose header did not match: misses, never served
+  std::string store;              // where, credentials masked
+  std::string write;              // when pages are written: "back" or "through"
+  uint64_t hit_tokens = 0;        // prompt tokens loaded from the remote tier (in hit_tokens too)
+  uint64_t loaded_pages = 0;      // pages loaded from it
+  uint64_t stored_pages = 0;      // pages the store took
+  uint64_t dropped_writes = 0;    // pages not written (queue full, store down or full)
+  uint64_t errors = 0;            // store calls that failed
+  uint64_t bad_values = 0;        // values whose header did not match: misses, never served
+  std::string prefetch;           // the prefetch policy ("off": none)
+  uint64_t prefetched_pages = 0;  // pages load() took from a prefetch (checked like the others)
+  uint64_t prefetch_dropped = 0;  // prefetches dropped: the reader thread's queue was full
 };
+
+// The remote part of a replay's result, once `tier`'s writer has sent what it holds (drain()):
+// its counters, and `hit_tokens` the replay counted.
+RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_tokens);
 
 struct ReplayResult {
   // What ran.

@@ -1,0 +1,99 @@
+// Prefetcher: the remote tier's reader thread, which looks pages up before admit asks for them
+// (RemoteTier::prefetch, called when a request is queued), so that the scheduler does not wait
+// for the network when it admits the request.
+//
+// A request() names the pages that follow a waiting request's local match (chain hashes and their
+// keys). It is queued for the thread unless `queue` requests already wait: then it is dropped and
+// counted (the scheduler never waits to hand one over). The thread sends each request to its own
+// store (one round trip, bounded by the store's timeout) and keeps what came back, a value or
+// "the store does not hold it", in a map keyed by chain hash, bounded by `pages` (the oldest
+// forgotten first). A store failure keeps nothing and is counted.
+//
+// take() hands the leading run of a request's pages to load(), each entry once (taken out of the
+// map). Values are not checked here: load() checks every value, fetched now or before, the same
+// way. With a deadline, take() waits for pages still in flight until then (the policy `timeout`);
+// a page still in flight at the deadline ends the run. Threads: request() and take() come from
+// the tier's owner; the thread only touches the queue, the map and its own store.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "radix/page_hash.h"
+#include "remote/remote_store.h"
+
+namespace radixkv::remote {
+
+struct PageHashKey {
+  std::size_t operator()(const PageHash& h) const { return h.low ^ (h.high * 0x9e3779b97f4a7c15); }
+};
+
+struct PrefetcherStats {
+  uint64_t requests = 0;       // lookups queued
+  uint64_t dropped = 0;        // lookups dropped: the queue was full
+  uint64_t fetched_pages = 0;  // values the store returned to the thread
+  uint64_t taken_pages = 0;    // values take() handed to load()
+  uint64_t errors = 0;         // lookups that failed (store down, slow, refused)
+};
+
+class Prefetcher {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Throws std::invalid_argument for a queue or map of 0.
+  Prefetcher(std::unique_ptr<RemoteStore> store, std::size_t queue, std::size_t pages);
+  // Stops after the lookup in flight, if any; what is queued is dropped.
+  ~Prefetcher();
+  Prefetcher(const Prefetcher&) = delete;
+  Prefetcher& operator=(const Prefetcher&) = delete;
+
+  void request(std::vector<PageHash> hashes, std::vector<std::string> keys);
+
+  // What take() found for the leading pages of `hashes`.
+  struct Taken {
+    std::vector<std::string> values;  // the leading run the store holds, in order
+    // The run ended at a page the store does not hold, or one still in flight at the deadline:
+    // nothing after it is worth asking for now.
+    bool ended = false;
+  };
+  // Waits for pages in flight until `deadline` (none: does not wait).
+  Taken take(std::span<const PageHash> hashes, std::optional<Clock::time_point> deadline);
+
+  // Blocks until no lookup is queued or in flight. For tests.
+  void drain();
+  PrefetcherStats stats() const;
+
+ private:
+  void run();
+  void keep(const PageHash& hash, std::optional<std::string> value);
+
+  struct Lookup {
+    std::vector<PageHash> hashes;
+    std::vector<std::string> keys;
+  };
+
+  std::unique_ptr<RemoteStore> store_;
+  const std::size_t queue_limit_, pages_limit_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<Lookup> queue_;
+  std::unordered_set<PageHash, PageHashKey> in_flight_;  // queued or being fetched
+  std::unordered_map<PageHash, std::optional<std::string>, PageHashKey> fetched_;
+  std::deque<PageHash> fetched_order_;  // for forgetting the oldest; may name taken entries
+  bool busy_ = false, stop_ = false;
+  PrefetcherStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace radixkv::remote
