@@ -8,17 +8,12 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdint>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <new>
-#include <sstream>
 #include <string>
 
 #include "kv_store/heap.h"
 #include "runtime/prefix_cache_runtime.h"
-#include "tests/skip.h"
 
 namespace {
 
@@ -87,53 +82,5 @@ TEST_CASE("host allocator: radixkv's own heap is mimalloc, loaded beside the C l
     CHECK(dlsym(RTLD_DEFAULT, "malloc") != dlsym(mimalloc, "malloc"));
     dlclose(mimalloc);
   }
-#endif
-}
-
-namespace {
-
-// kB of transparent huge pages in the mapping of this process that holds `address`
-// (/proc/self/smaps), or -1 when no mapping holds it.
-long huge_kb_at(const void* address) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto target = reinterpret_cast<std::uintptr_t>(address);
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    std::uintptr_t begin = 0, end = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> begin >> dash >> end && dash == '-') {
-      inside = begin <= target && target < end;
-    } else if (inside && line.rfind("AnonHugePages:", 0) == 0) {
-      return std::stol(line.substr(std::strlen("AnonHugePages:")));
-    }
-  }
-  return -1;
-}
-
-}  // namespace
-
-TEST_CASE("host allocator: radixkv's heap maps huge pages unless MIMALLOC_LARGE_OS_PAGES says no") {
-#ifdef RADIXKV_SYSTEM_MALLOC
-  CHECK_FALSE(radixkv::heap::large_os_pages_enabled());
-#else
-  if (const char* set = std::getenv("MIMALLOC_LARGE_OS_PAGES")) {
-    RADIXKV_SKIP("MIMALLOC_LARGE_OS_PAGES=" << set << " is set: the user decides, not radixkv");
-  }
-  CHECK(radixkv::heap::large_os_pages_enabled());
-  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string modes;
-  std::getline(thp, modes);
-  if (modes.empty() || modes.find("[never]") != std::string::npos) {
-    RADIXKV_SKIP("the kernel gives no transparent huge pages (" << modes << ")");
-  }
-  // A block as large as a big tree's child table, touched: the kernel backs it with huge pages
-  // because mimalloc advised them (4 KiB pages otherwise, under "madvise").
-  constexpr std::size_t kBytes = std::size_t{64} << 20;
-  void* block = radixkv::heap::allocate(kBytes);
-  std::memset(block, 1, kBytes);
-  const long huge_kb = huge_kb_at(block);
-  radixkv::heap::release(block);
-  CHECK(huge_kb > 0);
 #endif
 }
