@@ -33,8 +33,5 @@ void release(void* memory) noexcept;
 std::size_t usable_size(const void* memory) noexcept;
 // "mimalloc" or "system" (sanitizer builds).
 std::string_view allocator_name() noexcept;
-// Whether the allocator maps its memory in large OS pages (2 MiB, transparent huge pages where
-// the kernel gives them): on by default with mimalloc, unless MIMALLOC_LARGE_OS_PAGES=0.
-bool large_os_pages_enabled() noexcept;
 
 }  // namespace radixkv::heap
