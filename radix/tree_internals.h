@@ -99,7 +99,7 @@ class RadixTree::EventBuffer {
 // Only a hint: a victim the lookahead did not foresee (a parent that just became a leaf and ranks
 // first) starts it again, and nothing is decided from it. Off while fewer than kMinLeaves leaves
 // are evictable: their nodes fit in the caches, and looking ahead would only add its own cost
-// (measured with BM_Evict: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md).
+// (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md).
 class RadixTree::VictimLookahead {
  public:
   static constexpr size_t kMinLeaves = 32768;
@@ -129,7 +129,8 @@ class RadixTree::VictimLookahead {
 
  private:
   // Eight: erasing the first entry of the policy's red-black tree reads (rebalancing) nodes a few
-  // victims ahead too; four left those misses in (BM_Evict at 10^6 leaves: 8.0 -> 7.4 us).
+  // victims ahead too; four left those misses in (BM_Evict, 10^6 leaves, 2 MiB pages: 8.0 -> 7.4
+  // us per 64 pages).
   static constexpr size_t kDepth = 8;
 
   static void fetch_node(const RadixNode* node) {
