@@ -8,6 +8,12 @@
 //   - victim(): the entry to evict from next, left linked; nullptr when nothing is evictable.
 //     The owner asks before every page, takes that one page from the entry's tail (e.pages drops
 //     by one) and calls remove() only once it holds none, so one victim may serve several calls.
+//   - next_victim_after(e): without side effects, the entry victim() will name once e and the
+//     entries victim() named before it are removed, if nothing is added, accessed or removed
+//     otherwise in between. e is linked: the entry victim() just named, or one this call named
+//     after it (so the owner can look several victims ahead). nullptr when no entry follows or
+//     the policy cannot tell cheaply (the default). Only a hint: the tree uses it to prefetch
+//     the memory of the victims ahead (radix/tree_internals.h, VictimLookahead), never to decide.
 // The set of linked entries is exactly the set of evictable entries; size() counts them.
 // Every operation is O(1) or O(log n) in the number of linked entries.
 #pragma once
@@ -33,6 +39,7 @@ class EvictionPolicy {
   virtual void remove(EvictionEntry& entry) = 0;
   virtual void on_access(EvictionEntry& entry, const AccessHint& hint) = 0;
   virtual EvictionEntry* victim() = 0;
+  virtual const EvictionEntry* next_victim_after(const EvictionEntry&) const { return nullptr; }
   virtual bool contains(const EvictionEntry& entry) const = 0;
   virtual std::size_t size() const = 0;
 };

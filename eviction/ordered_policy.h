@@ -4,10 +4,18 @@
 // must compare policy-owned fields only (rank, score, segment), never the facts the owner rewrites
 // while an entry is linked. The victim is the first entry: O(1). Linking, unlinking and re-keying
 // are O(log n), or O(1) amortised when the new key is the largest (the `at_end` hint). A derived
-// policy decides the keys; this class keeps the set and answers contains(), size() and victim().
+// policy decides the keys; this class keeps the set and answers contains(), size(), victim() and
+// next_victim_after() (the next entry in the set: amortised O(1)).
+//
+// next_victim_after() is exact for a derived victim() that re-keys nothing the removals in
+// between could change: GDSF's inflation and the reuse estimates only key later links; SLRU's
+// demotion moves the oldest protected entry to the end of probation, the same place in the
+// order; priority expiry runs again only once the caller's clock moves, which takes an access.
 #pragma once
 
 #include <boost/intrusive/set.hpp>
+
+#include <iterator>
 
 #include "eviction/eviction_policy.h"
 
@@ -22,6 +30,10 @@ class OrderedPolicy : public EvictionPolicy {
     entries_.erase(entries_.iterator_to(entry));
   }
   EvictionEntry* victim() override { return entries_.empty() ? nullptr : &*entries_.begin(); }
+  const EvictionEntry* next_victim_after(const EvictionEntry& entry) const override {
+    const auto next = std::next(entries_.iterator_to(entry));
+    return next == entries_.end() ? nullptr : &*next;
+  }
   bool contains(const EvictionEntry& entry) const override { return entry.set_hook.is_linked(); }
   std::size_t size() const override { return entries_.size(); }
 

@@ -1,5 +1,7 @@
 #include "eviction/sieve_policy.h"
 
+#include <iterator>
+
 namespace radixkv {
 
 namespace {
@@ -22,6 +24,17 @@ EvictionEntry* SievePolicy::victim() {
   }
   hand_ = it->rank;
   return &*it;
+}
+
+const EvictionEntry* SievePolicy::next_victim_after(const EvictionEntry& entry) const {
+  auto it = entries_.iterator_to(entry);
+  // victim() resumes at the first entry ranked at or after entry's rank, once entry is gone.
+  if (it != entries_.begin() && std::prev(it)->rank == entry.rank) return nullptr;
+  for (int step = 0; step < kPeekSteps; ++step) {
+    if (++it == entries_.end()) return nullptr;
+    if (!it->visited) return &*it;
+  }
+  return nullptr;
 }
 
 }  // namespace radixkv

@@ -31,8 +31,13 @@ class SievePolicy final : public OrderedPolicy<ByRank> {
     if (entry.hits >= 2) entry.visited = true;
   }
   EvictionEntry* victim() override;
+  // The first unvisited entry after `entry` within kPeekSteps, without clearing bits; nullptr
+  // when the hand would wrap around first, or would not resume right after `entry` (an entry of
+  // the same rank before it: a split's upper node keeps its lower node's creation time).
+  const EvictionEntry* next_victim_after(const EvictionEntry& entry) const override;
 
  private:
+  static constexpr int kPeekSteps = 16;
   uint64_t hand_ = 0;  // rank the sweep resumes at
 };
 

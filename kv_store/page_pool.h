@@ -70,6 +70,11 @@ class PagePool {
   void check_held(std::span<const PageId> pages, const char* operation) const;
 
   uint32_t refcount(PageId page) const;
+  // Starts loading the page's refcount into the cache ahead of a release(); a page that is not in
+  // the pool is ignored. No effect on the pool.
+  void prefetch(PageId page) const {
+    if (contains(page)) __builtin_prefetch(&refcount_[page - first_], 1);
+  }
   bool contains(PageId page) const { return page - first_ < capacity_; }  // wraps below first_
   PageId first_page() const { return first_; }
   PageId end_page() const { return first_ + capacity_; }

@@ -477,12 +477,14 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
   // The plain cache keeps its own loop; tiers and events take the general one.
   if (host_tier_ != nullptr || events_ != nullptr) return evict_tiered(n);
   uint64_t released = 0;
+  VictimLookahead lookahead(*policy_, pool_);
   // The policy names the victim before every page: after a leaf loses its tail page, another leaf
   // may rank first (Belady's bound does; for LRU and the others the same leaf comes back).
   for (; released < n; ++released) {
     EvictionEntry* entry = policy_->victim();
     if (entry == nullptr) break;
     auto* leaf = static_cast<RadixNode*>(entry);
+    lookahead.on_victim(leaf);
     // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
     const PageId page = leaf->pages_[--leaf->pages];
     marked(page) = false;

@@ -209,6 +209,7 @@ class RadixTree final : public Evictor {
   struct Cursor;
   struct HostTier;
   class EventBuffer;
+  class VictimLookahead;
   struct DropResult {
     uint64_t pages = 0;
     uint64_t nodes = 0;

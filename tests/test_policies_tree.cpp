@@ -3,6 +3,7 @@
 // access (its priority) reaches the policy.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -132,6 +133,72 @@ TEST_CASE_TEMPLATE("through the tree, random operations keep every invariant", T
   f.tree.evict_pages(f.tree.cached_pages());
   CHECK(f.tree.cached_pages() == 0);
   f.check();
+}
+
+namespace {
+
+// The policy it wraps, minus next_victim_after(): a tree over it evicts without looking ahead.
+class NoLookahead final : public EvictionPolicy {
+ public:
+  explicit NoLookahead(std::unique_ptr<EvictionPolicy> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  void add(EvictionEntry& e) override { inner_->add(e); }
+  void remove(EvictionEntry& e) override { inner_->remove(e); }
+  void on_access(EvictionEntry& e, const AccessHint& hint) override { inner_->on_access(e, hint); }
+  EvictionEntry* victim() override { return inner_->victim(); }
+  bool contains(const EvictionEntry& e) const override { return inner_->contains(e); }
+  std::size_t size() const override { return inner_->size(); }
+
+ private:
+  std::unique_ptr<EvictionPolicy> inner_;
+};
+
+}  // namespace
+
+// evict_pages looks ahead at the coming victims (next_victim_after) to prefetch their memory once
+// at least 32,768 leaves are evictable; it must take exactly the pages it takes without.
+TEST_CASE_TEMPLATE("through the tree, looking ahead at victims changes no eviction", T,
+                   RADIXKV_ALL_POLICIES) {
+  constexpr uint32_t kLeaves = 40'000, kPages = 3 * kLeaves;
+  const KvLayout layout{1, 1, 1, 2, 1};
+  PagePool pool_ahead(layout, kPages), pool_blind(layout, kPages);
+  RadixTree ahead(pool_ahead, std::make_unique<T>());
+  RadixTree blind(pool_blind, std::make_unique<NoLookahead>(std::make_unique<T>()));
+  std::mt19937_64 rng(99 + T().name().size());
+  // Stem (8), middle (2,000: parents that become leaves as their children go), then 1-2 pages of
+  // the leaf's own; accesses with priorities and a clock, some leaves touched again.
+  std::vector<std::vector<TokenId>> keys;
+  for (uint32_t i = 0; keys.size() < kLeaves; ++i) {
+    std::vector<TokenId> key{static_cast<TokenId>(i % 8), static_cast<TokenId>(1000 + rng() % 2000),
+                             static_cast<TokenId>(100000 + i)};
+    if (rng() % 2 == 0) key.push_back(static_cast<TokenId>(rng() % 50));
+    const AccessHint hint{static_cast<int32_t>(rng() % 101), i * 0.01,
+                          static_cast<uint32_t>(rng() % 2048)};
+    for (RadixTree* tree : {&ahead, &blind}) {
+      PagePool& pool = tree == &ahead ? pool_ahead : pool_blind;
+      tree->match(0, key, nullptr, hint);
+      testing::cache_tokens(pool, *tree, key, 0);
+    }
+    keys.push_back(std::move(key));
+    if (i % 7 == 0) {
+      const auto& again = keys[rng() % keys.size()];
+      for (RadixTree* tree : {&ahead, &blind}) tree->match(0, again, nullptr, hint);
+    }
+  }
+  REQUIRE(ahead.evictable_leaves() >= 32'768);
+  REQUIRE(ahead.cached_pages() == blind.cached_pages());
+  const auto indexed = [](const RadixTree& tree, const PagePool& pool) {
+    std::vector<bool> in(pool.capacity_pages());
+    for (PageId p = 0; p < pool.capacity_pages(); ++p) in[p] = tree.indexes_page(p);
+    return in;
+  };
+  while (ahead.cached_pages() > 0) {
+    const uint64_t n = 1 + rng() % 3000;
+    REQUIRE(ahead.evict_pages(n) == blind.evict_pages(n));
+    REQUIRE(ahead.stats().evicted_nodes == blind.stats().evicted_nodes);
+    REQUIRE(indexed(ahead, pool_ahead) == indexed(blind, pool_blind));
+  }
+  ahead.verify();
 }
 
 TEST_CASE("through the tree, the priority of an access reaches the policy") {
