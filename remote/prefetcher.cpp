@@ -64,18 +64,24 @@ void Prefetcher::run() {
     lock.unlock();
     std::vector<std::optional<std::string>> values;
     bool failed = false;
+    bool partial = false;  // some keys failed: a missing value may be a failure, not a miss
     try {
       values = store_->get(lookup.keys);
+    } catch (const RemotePartialError<std::optional<std::string>>& e) {
+      values = e.results;
+      partial = true;
     } catch (const std::exception&) {  // RemoteError (down, slow), out of memory: keep nothing
       failed = true;
     }
     lock.lock();
-    if (failed) ++stats_.errors;
+    if (failed || partial) ++stats_.errors;
     for (std::size_t i = 0; i < lookup.hashes.size(); ++i) {
       in_flight_.erase(lookup.hashes[i]);
       if (failed) continue;
       if (values[i]) ++stats_.fetched_pages;
-      keep(lookup.hashes[i], std::move(values[i]));
+      // A missing value kept means "the store does not hold it"; after a partial failure it
+      // is not kept, so take() leaves that page to the caller to ask again.
+      if (values[i] || !partial) keep(lookup.hashes[i], std::move(values[i]));
     }
     busy_ = false;
     done_.notify_all();

@@ -44,7 +44,7 @@ struct PrefetcherStats {
   uint64_t dropped = 0;        // lookups dropped: the queue was full
   uint64_t fetched_pages = 0;  // values the store returned to the thread
   uint64_t taken_pages = 0;    // values take() handed to load()
-  uint64_t errors = 0;         // lookups that failed (store down, slow, refused)
+  uint64_t errors = 0;         // lookups that failed, whole or in part (down, slow, refused)
 };
 
 class Prefetcher {

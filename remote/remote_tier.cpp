@@ -229,6 +229,14 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
       looked_up_pages_ += rest.size();
     } catch (const RemoteUnavailable&) {
       ++unavailable_;
+    } catch (const RemotePartialError<std::optional<std::string>>& e) {
+      // One master of a cluster failed: the others' values still serve the leading run, which
+      // ends at the first failed key (it reads as missing).
+      ++lookups_;
+      looked_up_pages_ += e.results.size();
+      ++errors_;
+      forget_ = true;
+      rest = e.results;
     } catch (const RemoteError&) {
       ++errors_;
       forget_ = true;  // the server may come back empty

@@ -1,5 +1,7 @@
 // MemoryStore: a RemoteStore in a map, for tests of the remote tier without a server. It can be
-// told to fail (every call throws RemoteError until told otherwise), its gets can be held at a
+// told to fail (every call throws RemoteError until told otherwise) or to fail some keys only (a
+// get naming one throws RemotePartialError, as a cluster with one master down does, with those
+// keys reading as missing and the others' values kept), its gets can be held at a
 // closed gate (each waits for it up to `gate_timeout`, then throws RemoteError as a timed-out
 // server would), and it counts its calls.
 #pragma once
@@ -8,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -20,6 +23,7 @@ class MemoryStore final : public remote::RemoteStore {
   struct Shared {
     std::mutex mutex;
     std::map<std::string, std::string> values;
+    std::set<std::string> failing_keys;  // under `mutex`
     std::atomic<bool> failing{false};
     std::atomic<bool> gate_closed{false};
     std::chrono::milliseconds gate_timeout{100};
@@ -51,9 +55,16 @@ class MemoryStore final : public remote::RemoteStore {
     check();
     ++shared_.gets;
     std::vector<std::optional<std::string>> out;
+    std::size_t failed = 0;
     for (const std::string& key : keys) {
       const auto it = shared_.values.find(key);
-      out.push_back(it == shared_.values.end() ? std::nullopt : std::optional(it->second));
+      const bool fails = shared_.failing_keys.contains(key);
+      failed += fails ? 1 : 0;
+      out.push_back(fails || it == shared_.values.end() ? std::nullopt : std::optional(it->second));
+    }
+    if (failed > 0) {
+      throw remote::RemotePartialError<std::optional<std::string>>(
+          "memory store: keys told to fail", std::move(out), failed);
     }
     return out;
   }

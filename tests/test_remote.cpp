@@ -24,6 +24,7 @@
 #include "tests/memory_store.h"
 #include "tests/small_traces.h"
 #include "tools/replay/engine_replay.h"
+#include "tools/replay/replay_result.h"
 
 namespace radixkv {
 namespace {
@@ -416,6 +417,58 @@ TEST_CASE("remote tier: a failing store is a miss and an error, and writes are d
   CHECK(f.tier.stats().errors >= 2);  // the writer may have sent the two pages in one batch or two
   f.shared.failing = false;
   CHECK(f.load(0, tokens, 0) == 3);  // and back again
+}
+
+TEST_CASE("remote tier: a master failing fails only its keys, and the run before them is loaded") {
+  TierFixture f;
+  const std::vector<TokenId> tokens = iota_tokens(5 * TierFixture::P, 900);
+  f.write(0, tokens, 5, 30);
+  const std::vector<PageHash> hashes = TierFixture::hashes_after(0, tokens, 0);
+  const std::string key3 = remote::page_key("t", remote::layout_id(f.layout, ""), hashes[3]);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    f.shared.failing_keys.insert(key3);  // page 3's master is down
+  }
+  CHECK(f.load(0, tokens, 0, 30) == 3);  // pages 0..2 from the healthy masters, bytes checked
+  CHECK(f.tier.stats().errors == 1);
+  CHECK(f.tier.stats().lookups == 1);
+  CHECK(f.tier.stats().bad_values == 0);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    f.shared.failing_keys.clear();
+  }
+  CHECK(f.load(0, tokens, 0, 30) == 5);
+}
+
+TEST_CASE(
+    "remote prefetch: a partly failed prefetch keeps the values it got, and the rest is asked "
+    "again") {
+  TierFixture f(64, remote::PrefetchPolicy::kTimeout);
+  const std::vector<TokenId> tokens = iota_tokens(5 * TierFixture::P, 700);
+  f.write(0, tokens, 5, 50);
+  const std::vector<PageHash> hashes = TierFixture::hashes_after(0, tokens, 0);
+  const std::string key3 = remote::page_key("t", remote::layout_id(f.layout, ""), hashes[3]);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    f.shared.failing_keys.insert(key3);
+  }
+  f.tier.prefetch(hashes);
+  f.tier.drain();
+  CHECK(f.tier.stats().prefetch.errors == 1);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    f.shared.failing_keys.clear();  // back before the load
+  }
+  const uint64_t gets = f.shared.gets;
+  // Pages 0..2 come from the prefetch; page 3 failed there, so it is not a miss: the load asks
+  // the store for pages 3 and 4 and gets them.
+  CHECK(f.load(0, tokens, 0, 50) == 5);
+  CHECK(f.tier.stats().prefetch.taken_pages == 3);
+  CHECK(f.shared.gets == gets + 1);
+  // The report counts the prefetch's failure among the remote errors.
+  const tools::RemoteReplayResult report = tools::remote_replay_result(f.tier, 0);
+  CHECK(f.tier.stats().errors == 0);
+  CHECK(report.errors == 1);
 }
 
 TEST_CASE("remote tier: a full write queue drops pages and counts them, never blocks") {

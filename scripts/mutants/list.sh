@@ -284,3 +284,16 @@ mutant router-feed-stale-stamp router/event_feed.cpp \
 mutant router-feed-duplicate-applied router/event_feed.cpp \
   "a PUB batch already applied through replay is applied again" \
   'if (s < w.next_seq) return;  // already applied (through replay)' ''
+# ---- remote/
+mutant remote-bad-value-served remote/remote_tier.cpp \
+  "a value whose header does not check out is loaded anyway" \
+  'if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {' 'if (check_page_value(*values[loaded], expected, &payload) == ValueCheck::kMagic) {'
+mutant remote-partial-as-miss remote/remote_tier.cpp \
+  "a lookup one cluster master failed loads nothing from the healthy ones" \
+  'rest = e.results;' ''
+mutant remote-prefetch-partial-kept-as-miss remote/prefetcher.cpp \
+  "a key a partly failed prefetch lost is kept as a miss, so the load never asks again" \
+  'if (values[i] || !partial) keep(lookup.hashes[i], std::move(values[i]));' 'keep(lookup.hashes[i], std::move(values[i]));'
+mutant remote-report-prefetch-errors tools/replay/replay_result.cpp \
+  "the report's remote_errors leaves out failed prefetches" \
+  'result.errors = s.errors + s.prefetch.errors;' 'result.errors = s.errors;'

@@ -33,7 +33,7 @@ RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_t
   result.loaded_pages = s.loaded_pages;
   result.stored_pages = s.stored_pages;
   result.dropped_writes = s.dropped_writes;
-  result.errors = s.errors;
+  result.errors = s.errors + s.prefetch.errors;  // every failed store call, prefetches too
   result.bad_values = s.bad_values;
   result.prefetch = to_string(tier.config().prefetch);
   result.prefetched_pages = s.prefetch.taken_pages;
