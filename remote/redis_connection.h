@@ -8,7 +8,10 @@
 // deadline, so a batch over N servers costs the slowest server's round trip, not the sum, and a
 // server that does not answer costs the deadline once, not once per server. One connection failing
 // does not fail the others. Connecting is not part of it: a new connection is made, within the
-// same deadline, before its pipeline is sent (one that hangs in connect holds up the batch).
+// same deadline, before its pipeline is sent (one that hangs in connect holds up the batch). Sends
+// are written one connection after another, each until written: lookups (small commands) fit the
+// socket buffers at once, but a large put (the writer thread's batch) to a server that stops
+// reading can use up the deadline before the next server's pipeline goes out.
 #pragma once
 
 #include <chrono>

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include "remote/page_value.h"
@@ -47,7 +48,7 @@ RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<Remo
   if (config_.prefetch != PrefetchPolicy::kOff) {
     if (!prefetcher) throw std::invalid_argument("remote tier: prefetch on without its store");
     prefetcher_ = std::make_unique<Prefetcher>(std::move(prefetcher), config_.prefetch_queue,
-                                               config_.prefetch_pages);
+                                               config_.prefetch_pages, config_.prefetch_bytes);
   }
   where_ = reader_->describe();
   writer_ = std::thread([this] { write_loop(); });
@@ -107,8 +108,10 @@ void RemoteTier::inserted(const TreePage& page) {
   if (config_.write_through) write(page);
 }
 
-// Encodes the page (unless the store is known to hold it) and queues it for the writer.
-void RemoteTier::write(const TreePage& page) {
+// Encodes the page (unless the store is known to hold it) and queues it for the writer. Called from
+// inside the tree's insert and eviction, which must not fail halfway: out of memory drops the
+// write, counted.
+void RemoteTier::write(const TreePage& page) try {
   if (known(page.hash)) {
     ++known_skipped_;
     return;
@@ -135,6 +138,9 @@ void RemoteTier::write(const TreePage& page) {
   remember(page.hash);
   ++queued_pages_;
   wake_.notify_one();
+} catch (const std::bad_alloc&) {
+  ++errors_;
+  ++dropped_writes_;
 }
 
 void RemoteTier::write_loop() {
@@ -186,14 +192,18 @@ std::vector<std::string> RemoteTier::keys_of(std::span<const PageHash> hashes) c
   return keys;
 }
 
-void RemoteTier::prefetch(std::span<const PageHash> hashes) {
+void RemoteTier::prefetch(std::span<const PageHash> hashes) try {
   if (!prefetcher_ || hashes.empty()) return;
   prefetcher_->request({hashes.begin(), hashes.end()}, keys_of(hashes));
+} catch (const std::bad_alloc&) {  // never the caller's failure: the load asks later, or misses
+  ++errors_;
 }
 
+// Out of memory anywhere in a load (the keys, the values, the known set) is a miss, counted: it
+// must not leave admit half done (a function-try-block, so the body reads as the rules).
 uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hashes,
                           std::span<const TokenId> tokens, PagePool& pool,
-                          std::span<const PageId> pages) {
+                          std::span<const PageId> pages) try {
   const std::size_t count = std::min(hashes.size(), pages.size());
   if (count == 0) return 0;
   const std::size_t page_tokens = config_.layout.page_tokens;
@@ -265,6 +275,9 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   }
   loaded_pages_ += loaded;
   return loaded;
+} catch (const std::bad_alloc&) {
+  ++errors_;
+  return 0;
 }
 
 RemoteTierStats RemoteTier::stats() const {

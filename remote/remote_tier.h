@@ -86,6 +86,7 @@ struct RemoteTierConfig {
   std::chrono::milliseconds prefetch_wait{50};     // kTimeout: longest wait for a prefetch
   std::size_t prefetch_queue = 256;                // lookups waiting for the reader thread at most
   std::size_t prefetch_pages = 1u << 16;           // fetched pages kept for load() at most
+  std::size_t prefetch_bytes = std::size_t{256} << 20;  // and their values' bytes at most
 };
 
 struct RemoteTierStats {

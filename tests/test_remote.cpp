@@ -605,8 +605,11 @@ TEST_CASE(
   std::vector<TokenId> other = iota_tokens(3 * TierFixture::P, 5000);
   f.tier.prefetch(TierFixture::hashes_after(0, other, 0));  // in flight
   while (f.shared.at_gate == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  for (int i = 0; i < 256; ++i) f.tier.prefetch(TierFixture::hashes_after(0, other, 1));  // queued
-  f.tier.prefetch(TierFixture::hashes_after(0, tokens, 0));                               // dropped
+  for (int i = 0; i < 256; ++i) {  // queued: other pages each time (held pages are not asked again)
+    f.tier.prefetch(
+        TierFixture::hashes_after(0, iota_tokens(3 * TierFixture::P, 10000 + 100 * i), 0));
+  }
+  f.tier.prefetch(TierFixture::hashes_after(0, tokens, 0));  // dropped
   CHECK(f.tier.stats().prefetch.dropped == 1);
   f.shared.gate_closed = false;
   // Never prefetched: the load looks its pages up itself.

@@ -297,3 +297,12 @@ mutant remote-prefetch-partial-kept-as-miss remote/prefetcher.cpp \
 mutant remote-report-prefetch-errors tools/replay/replay_result.cpp \
   "the report's remote_errors leaves out failed prefetches" \
   'result.errors = s.errors + s.prefetch.errors;' 'result.errors = s.errors;'
+mutant remote-prefetch-asks-again remote/prefetcher.cpp \
+  "a page already fetched or in flight is looked up again (and take() waits on the new lookup)" \
+  'if (in_flight_.contains(hashes[i]) || fetched_.contains(hashes[i])) continue;' ''
+mutant remote-prefetch-stale-name remote/prefetcher.cpp \
+  "forgetting the oldest name forgets a page kept again since (the newest)" \
+  'if (it == fetched_.end() || it->second.kept != name.kept) return;  // stale' 'if (it == fetched_.end()) return;'
+mutant remote-prefetch-no-byte-bound remote/prefetcher.cpp \
+  "the prefetched values are bounded by count only, not by bytes" \
+  'while ((fetched_.size() > pages_limit_ || fetched_bytes_ > bytes_limit_) &&' 'while ((fetched_.size() > pages_limit_) &&'

@@ -5,6 +5,8 @@
 if(TARGET radixkv_remote)
   radixkv_add_test(test_remote SOURCES test_remote.cpp LIBS radixkv_remote radixkv_replay
     LABELS threads)
+  radixkv_add_test(test_remote_prefetcher SOURCES test_remote_prefetcher.cpp LIBS radixkv_remote
+    LABELS threads)
 
   set(RADIXKV_WITH_REDIS ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh)
   radixkv_add_test(test_remote_redis

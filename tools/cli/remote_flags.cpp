@@ -42,7 +42,8 @@ void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
   cli.text("--remote-prefetch", f.prefetch, "off|best_effort|timeout",
            "engine mode: look a request's pages up in the background when it is queued; at admit, "
            "best_effort takes only what has arrived (never waits), timeout waits for the rest up "
-           "to --remote-timeout-ms (default off: admit looks up synchronously)");
+           "to --remote-timeout-ms, then looks up what no prefetch asked for (default off: admit "
+           "looks up synchronously)");
 }
 
 void check_remote_flags(const CommandLine& cli, const std::string& mode_refusal) {
