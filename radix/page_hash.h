@@ -11,6 +11,7 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,6 +24,11 @@ struct PageHash {
   uint64_t low = 0;
   uint64_t high = 0;
   friend auto operator<=>(const PageHash&, const PageHash&) = default;
+};
+
+// For unordered containers keyed by page hash (the remote tier's known and prefetched pages).
+struct PageHashKey {
+  std::size_t operator()(const PageHash& h) const { return h.low ^ (h.high * 0x9e3779b97f4a7c15); }
 };
 
 PageHash namespace_seed(Namespace ns);

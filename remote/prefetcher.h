@@ -25,7 +25,6 @@
 // kept again since) are stale and skipped.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -33,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -43,10 +43,6 @@
 #include "remote/remote_store.h"
 
 namespace radixkv::remote {
-
-struct PageHashKey {
-  std::size_t operator()(const PageHash& h) const { return h.low ^ (h.high * 0x9e3779b97f4a7c15); }
-};
 
 struct PrefetcherStats {
   uint64_t requests = 0;       // lookups queued

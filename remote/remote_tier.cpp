@@ -233,23 +233,26 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   const std::size_t from_prefetch = values.size();
   if (!ended && from_prefetch < count) {
     std::vector<std::optional<std::string>> rest;
+    bool failed = false;
     try {
       rest = reader_->get(keys_of(hashes.subspan(from_prefetch, count - from_prefetch)));
-      ++lookups_;
-      looked_up_pages_ += rest.size();
     } catch (const RemoteUnavailable&) {
       ++unavailable_;
-    } catch (const RemotePartialError<std::optional<std::string>>& e) {
+    } catch (RemotePartialError<std::optional<std::string>>& e) {
       // One master of a cluster failed: the others' values still serve the leading run, which
       // ends at the first failed key (it reads as missing).
-      ++lookups_;
-      looked_up_pages_ += e.results.size();
-      ++errors_;
-      forget_ = true;
-      rest = e.results;
+      rest = std::move(e.results);
+      failed = true;
     } catch (const RemoteError&) {
+      failed = true;
+    }
+    if (failed) {
       ++errors_;
       forget_ = true;  // the server may come back empty
+    }
+    if (!rest.empty()) {  // the store answered, in whole or in part
+      ++lookups_;
+      looked_up_pages_ += rest.size();
     }
     for (std::optional<std::string>& v : rest) values.push_back(std::move(v));
   }

@@ -290,7 +290,7 @@ mutant remote-bad-value-served remote/remote_tier.cpp \
   'if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {' 'if (check_page_value(*values[loaded], expected, &payload) == ValueCheck::kMagic) {'
 mutant remote-partial-as-miss remote/remote_tier.cpp \
   "a lookup one cluster master failed loads nothing from the healthy ones" \
-  'rest = e.results;' ''
+  'rest = std::move(e.results);' ''
 mutant remote-prefetch-partial-kept-as-miss remote/prefetcher.cpp \
   "a key a partly failed prefetch lost is kept as a miss, so the load never asks again" \
   'if (values[i] || !partial) keep(lookup.hashes[i], std::move(values[i]));' 'keep(lookup.hashes[i], std::move(values[i]));'
