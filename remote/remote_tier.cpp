@@ -64,12 +64,19 @@ RemoteTier::~RemoteTier() {
 }
 
 void RemoteTier::attach_pools(PagePool* device, PagePool* host) {
-  for (const PagePool* pool : {device, host}) {
-    if (pool != nullptr && pool->backend().storage() == StorageKind::kDevice) {
-      throw std::invalid_argument(
-          "remote tier: pools whose pages live on a GPU are not supported yet (their pages would "
-          "need a staging copy through host memory); use host pools");
-    }
+  if (host != nullptr && host->backend().storage() == StorageKind::kDevice) {
+    throw std::invalid_argument(fmt::format(
+        "remote tier: the host tier's pages are on a GPU ({} backend); they must be in host memory "
+        "(make_pinned_host_backend())",
+        host->backend().name()));
+  }
+  if (device != nullptr && device->backend().storage() == StorageKind::kDevice &&
+      config_.write_through) {
+    throw std::invalid_argument(fmt::format(
+        "remote tier: write-through writes a page when it is cached, from the device pool, whose "
+        "pages are on a GPU ({} backend) here and cannot be read from the host; use write-back "
+        "(pages are written when they leave the host tier)",
+        device->backend().name()));
   }
   device_ = device;
   host_ = host;
@@ -116,6 +123,11 @@ void RemoteTier::write(const TreePage& page) try {
     ++known_skipped_;
     return;
   }
+  PagePool* pool = page.tier == Tier::kDevice ? device_ : host_;
+  if (pool != nullptr && pool->backend().storage() == StorageKind::kDevice) {
+    ++dropped_writes_;  // bytes on a GPU: filler in their place would be a value that never loads
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     if (queue_.size() >= config_.queue_pages) {
@@ -125,7 +137,6 @@ void RemoteTier::write(const TreePage& page) try {
   }
   // Encoded here, while the bytes are still the page's; queued below.
   const std::span<const std::byte> bytes = bytes_of(page.tier, page.page);
-  PagePool* pool = page.tier == Tier::kDevice ? device_ : host_;
   const bool has_bytes = pool != nullptr && pool->backend().storage() == StorageKind::kHost;
   Item item{page_key(config_.prefix, layout_id_, page.hash),
             has_bytes
@@ -208,7 +219,9 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   if (count == 0) return 0;
   const std::size_t page_tokens = config_.layout.page_tokens;
   if (pool.backend().storage() == StorageKind::kDevice) {
-    throw std::invalid_argument("remote tier: cannot load into pages on a GPU (not supported yet)");
+    throw std::invalid_argument(
+        "remote tier: cannot load into pages on a GPU; load into host pages and copy them (the "
+        "runtime does, through its host tier)");
   }
   if (tokens.size() < count * page_tokens) {
     throw std::invalid_argument(

@@ -97,7 +97,7 @@ struct RemoteTierStats {
   uint64_t queued_pages = 0;    // pages handed to the writer
   uint64_t known_skipped = 0;   // pages not written again: the store holds them already
   uint64_t stored_pages = 0;    // pages the store took
-  uint64_t dropped_writes = 0;  // pages not written: queue full, store failed or refused
+  uint64_t dropped_writes = 0;  // pages not written: queue full, store failed or refused, on a GPU
   uint64_t errors = 0;          // store calls that failed (read or write), refused items
   uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
   uint64_t load_wait_ns = 0;    // time load() spent waiting for the store: the caller stalled
@@ -117,8 +117,11 @@ class RemoteTier final : public RemotePages {
   RemoteTier(const RemoteTier&) = delete;
   RemoteTier& operator=(const RemoteTier&) = delete;
 
-  // The pools dropping() reads bytes from (nullptr: no such tier). A pool whose pages live on a
-  // GPU is refused (std::invalid_argument): not supported yet.
+  // The pools dropping() reads bytes from (nullptr: no such tier). Refused (std::invalid_argument):
+  // a host pool whose pages are on a GPU, and write-through over a device pool on a GPU (its pages
+  // cannot be read when cached). A device page on a GPU that leaves the trie directly (not
+  // through the host tier) is not written: counted in dropped_writes. Loads into a device pool on
+  // a GPU go through host pages (the runtime stages them: runtime/remote_staging.h).
   void attach_pools(PagePool* device, PagePool* host) override;
   void forward_events(TierEvents* next) override { next_ = next; }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "runtime/remote_staging.h"
 #include "runtime/runtime_internals.h"
 
 namespace radixkv {
@@ -84,14 +85,23 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       own_copier_(own_copier(pool, tiers)),
       tree_(pool, config.policy.make()),
       allocator_(pool, tree_, make_budget(pool, config)) {
-  if (tiers.host.pool != nullptr) {
-    PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
-    tree_.add_host_tier(host_setup(tiers.host, copier));
-  }
+  PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
+  if (tiers.host.pool != nullptr) tree_.add_host_tier(host_setup(tiers.host, copier));
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.remote != nullptr) {
+    if (tiers.host.pool == nullptr && pool.backend().storage() == StorageKind::kDevice) {
+      throw std::invalid_argument(fmt::format(
+          "PrefixCacheRuntime: a remote tier cannot load into a device pool whose pages are on a "
+          "GPU ({} backend) without a host tier to stage them through: add one "
+          "(TierConfig::host.pool, a pool on make_pinned_host_backend())",
+          pool.backend().name()));
+    }
     remote_ = tiers.remote;
     remote_->attach_pools(&pool, tiers.host.pool);
+    if (tiers.host.pool != nullptr) {
+      host_pool_ = tiers.host.pool;
+      staging_ = std::make_unique<detail::RemoteStaging>(pool, *host_pool_, *copier);
+    }
     remote_->forward_events(tiers.events);
     tree_.set_tier_events(remote_);  // the tree tells the remote tier what it drops
   } else if (tiers.events != nullptr) {
@@ -100,7 +110,8 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
 }
 
 PrefixCacheRuntime::~PrefixCacheRuntime() {
-  // The tree refuses to die with locks held; sequences give theirs back first.
+  // The tree refuses to die with locks held; sequences give theirs back first. Remote loads
+  // still copying are waited for by staging_, which goes before the tree and the copier.
   for (Sequence& s : slots_) {
     if (s.state == SeqState::kRunning) release_sequence(s, SeqState::kAborted);
   }
@@ -219,6 +230,11 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   } else if (tree_.has_host_tier()) {
     ticket = tree_.pending_load(match.node);
   }
+  // Device hits a remote load is still writing (loaded by an earlier admit): wait for it too.
+  if (staging_) {
+    ticket = std::max(
+        ticket, staging_->writing(std::span<const PageId>(s.block_table).first(matched_pages)));
+  }
 
   s.request_id = request.id;
   s.name_space = request.name_space;
@@ -233,10 +249,18 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.locked = match.node;
   s.tokens.assign(request.prompt.begin(), request.prompt.end());
   ++live_;
-  const uint32_t remote_tokens = remote_ == nullptr ? 0
-                                                    : load_remote(s, matched_pages + host_pages,
-                                                                  reuse_cut(len) / page_tokens_) *
-                                                          page_tokens_;
+  uint32_t remote_tokens = 0;
+  if (remote_ != nullptr) {
+    try {
+      remote_tokens =
+          load_remote(s, matched_pages + host_pages, reuse_cut(len) / page_tokens_) * page_tokens_;
+    } catch (...) {  // out of memory, a copier's error: nothing admitted, nothing leaked
+      release_sequence(s, SeqState::kAborted);
+      end_call();
+      throw;
+    }
+  }
+  ticket = s.load_ticket;  // a remote load's ticket comes last and covers the earlier ones
   const uint32_t reused = match.tokens + remote_tokens;
 
   ++stats_.admits;
@@ -260,21 +284,60 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
 }
 
 // The pages after the local match that the remote tier holds, loaded into the private pages
-// allocated for them and cached at once, as if computed (the sequence locks them). Returns how
-// many.
+// allocated for them (through staging pages with a host tier, whose copy's ticket becomes the
+// sequence's) and cached at once, as if computed (the sequence locks them). Returns how many.
 uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint32_t cut_pages) {
   if (cut_pages <= local_pages) return 0;
   const PageHash parent = chain_page_hashes(s.name_space, s.tokens, page_tokens_, local_pages,
                                             cut_pages - local_pages, remote_hashes_);
-  const uint32_t loaded = remote_->load(
-      parent, remote_hashes_,
-      std::span<const TokenId>(s.tokens).subspan(size_t{local_pages} * page_tokens_), pool_,
-      std::span<const PageId>(s.block_table).subspan(local_pages, cut_pages - local_pages));
+  const std::span<const TokenId> tokens =
+      std::span<const TokenId>(s.tokens).subspan(size_t{local_pages} * page_tokens_);
+  const std::span<const PageId> device_pages =
+      std::span<const PageId>(s.block_table).subspan(local_pages, cut_pages - local_pages);
+  const uint32_t loaded = staging_
+                              ? load_remote_staged(parent, tokens, device_pages, s.load_ticket)
+                              : remote_->load(parent, remote_hashes_, tokens, pool_, device_pages);
   if (loaded == 0) return 0;
   s.reused_tokens += loaded * page_tokens_;
   s.computed_tokens = (local_pages + loaded) * page_tokens_;
   insert_computed(s);
   return loaded;
+}
+
+// The remote run after the local match, through staging pages of the host pool: as many as the
+// pool has free (the host evicting, by its policy, what it must to have them), each checked by the
+// remote tier and then copied to its device page under one ticket, which `ticket` becomes. The
+// staging pages the run did not fill go back at once; the others when the copy is done.
+uint32_t PrefixCacheRuntime::load_remote_staged(const PageHash& parent,
+                                                std::span<const TokenId> tokens,
+                                                std::span<const PageId> device_pages,
+                                                CopyTicket& ticket) {
+  const auto want = static_cast<uint32_t>(device_pages.size());
+  retire_loads();  // copies done free their staging pages
+  if (host_pool_->free_pages() < want) tree_.evict_host_pages(want - host_pool_->free_pages());
+  const uint32_t staged = std::min(want, host_pool_->free_pages());
+  if (staged < want) ++stats_.remote_no_staging;
+  staging_pages_.clear();
+  if (staged == 0 || !host_pool_->allocate(staged, staging_pages_)) return 0;
+  const std::span<const PageId> host_pages(staging_pages_);
+  uint32_t loaded = 0;
+  try {
+    loaded = remote_->load(parent, std::span<const PageHash>(remote_hashes_).first(staged), tokens,
+                           *host_pool_, host_pages);
+    const CopyTicket copied = staging_->copy(host_pages.first(loaded), device_pages.first(loaded));
+    if (copied != 0) ticket = copied;
+  } catch (...) {
+    host_pool_->release(host_pages);
+    throw;
+  }
+  host_pool_->release(host_pages.subspan(loaded));
+  return loaded;
+}
+
+// Gives back the pages of the copies that are done: the host tier's, then remote loads'.
+void PrefixCacheRuntime::retire_loads() {
+  tree_.retire_copies();
+  if (staging_) staging_->retire();
 }
 
 void PrefixCacheRuntime::prefetch(const Request& request) {
@@ -361,6 +424,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   if (cached_pages > s.committed_pages && tree_.has_host_tier()) {
     tree_.wait_copy(tree_.pending_load(inserted.node));
   }
+  CopyTicket remote_load = 0;  // the latest remote load still writing a page switched to
   scratch_pages_.clear();
   uint32_t end = full_pages;  // the walked node covers pages [end - node pages, end)
   for (const RadixNode* x = inserted.node; end > s.committed_pages && !x->is_root();
@@ -372,9 +436,11 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
       pool_.retain(canonical);
       scratch_pages_.push_back(s.block_table[i]);
       s.block_table[i] = canonical;
+      if (staging_) remote_load = std::max(remote_load, staging_->writing({&canonical, 1}));
     }
     end = begin;
   }
+  if (remote_load != 0) tree_.wait_copy(remote_load);
   pool_.release(scratch_pages_);
   result.duplicate_pages = static_cast<uint32_t>(scratch_pages_.size());
 
@@ -414,17 +480,21 @@ void PrefixCacheRuntime::abort(SeqHandle seq) {
 // The end of every call that may have changed the cache: the host keeps to its watermarks, and
 // the tier events of the call go out as one batch.
 void PrefixCacheRuntime::end_call() {
+  if (staging_) staging_->retire();
   tree_.enforce_host_watermarks();
   tree_.flush_events();
 }
 
 bool PrefixCacheRuntime::load_done(LoadTicket ticket) {
   if (!tree_.copy_done(ticket)) return false;
-  tree_.retire_copies();
+  retire_loads();
   return true;
 }
 
-void PrefixCacheRuntime::wait_load(LoadTicket ticket) { tree_.wait_copy(ticket); }
+void PrefixCacheRuntime::wait_load(LoadTicket ticket) {
+  tree_.wait_copy(ticket);
+  if (staging_) staging_->retire();
+}
 
 void PrefixCacheRuntime::clear_cache() {
   if (live_ != 0) {

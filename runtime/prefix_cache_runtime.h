@@ -15,7 +15,12 @@
 //                     With a remote tier, the pages after the local match are looked up there
 //                     (one round trip, bounded by its timeout) and the leading run found is
 //                     loaded into the private pages that follow, then cached like computed pages
-//                     before admit returns (remote_hit_tokens; a failed lookup is a miss).
+//                     before admit returns (remote_hit_tokens; a failed lookup is a miss). With a
+//                     host tier the run arrives as a host-tier load does: its bytes are checked
+//                     into staging pages of the host pool, the copier moves them to those device
+//                     pages, and load_ticket covers that copy (runtime/remote_staging.h); no
+//                     staging page to be had is a miss (remote_no_staging). Without a host tier
+//                     the bytes are copied straight into the device pages (host memory only).
 //                     reused_tokens = device + host + remote hit tokens. A match that ends in
 //                     pages another request is still loading gets a ticket covering that load.
 //   prefetch(request) optional, when the request is queued: with a remote tier, starts its
@@ -50,10 +55,13 @@
 // A second runtime over a pool that one already uses is refused (std::logic_error), as is a pool
 // with pages in use: each would count the other's pages as leaked.
 //
-// Page accounting: every page's refcount == (tree indexes it) + (live block tables holding it);
-// capacity == free + cached + private. Host tier: every host page's refcount == (tree indexes it)
-// + (a running copy holds it); host capacity == free + cached + in flight. check_accounting()
-// verifies both.
+// Page accounting: every page's refcount == (tree indexes it) + (live block tables holding it)
+// + (a remote load's copy still writes it); capacity == free + cached + private + loading (pages
+// only such a copy holds: their sequence ended and the trie let them go). Host tier: every host
+// page's refcount == (tree indexes it) + (a running copy holds it: a load's source under
+// write-back, or a remote load's staging page); host capacity == free + cached + in flight +
+// staging. check_accounting() verifies both. Copies that are done give their pages back at the
+// end of every call, and in load_done/wait_load.
 //
 // Tier events (TierConfig::events, radix/tier_events.h): the tree reports every change of a
 // page's tiers as it applies it; each public call that changes the cache ends with one flush().
@@ -80,6 +88,7 @@ namespace radixkv {
 namespace detail {
 struct Sequence;
 struct RuntimeInternals;
+class RemoteStaging;
 }  // namespace detail
 
 // The host tier under the device pool (radix/tier_config.h, docs/tiers.md).
@@ -177,13 +186,18 @@ struct RuntimeStats {
   uint64_t committed_pages = 0;    // pages handed to the tree
   uint64_t duplicate_pages = 0;    // computed pages the tree already had
   uint64_t evicted_pages = 0;      // by allocation, watermarks and evict()
+  // Admits whose remote run was cut short (or skipped) because the host pool had no free page
+  // to stage it in, even after host eviction: the rest of the run was a miss.
+  uint64_t remote_no_staging = 0;
 };
 
 class PrefixCacheRuntime {
  public:
   // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
   // std::invalid_argument for a bad budget, policy (a factory that returns none is one), write
-  // policy or host tier, std::logic_error when the pool is in use (above).
+  // policy or host tier, a remote tier over a device pool on a GPU without a host tier (its
+  // pages have to be staged through host memory), std::logic_error when the pool is in use
+  // (above).
   PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {},
                      const TierConfig& tiers = {});
   ~PrefixCacheRuntime();
@@ -203,8 +217,8 @@ class PrefixCacheRuntime {
   // on the cache; nothing without a remote tier.
   void prefetch(const Request& request);
 
-  // Loading from the host tier: whether the copies of `ticket` (from admit) are done; wait_load
-  // blocks until they are. Ticket 0 is always done.
+  // Loading from the host (or, through it, the remote) tier: whether the copies of `ticket` (from
+  // admit) are done; wait_load blocks until they are. Ticket 0 is always done.
   bool load_done(LoadTicket ticket);
   void wait_load(LoadTicket ticket);
   // Drops every cached page of every tier (TierEvents::cleared()). Throws std::logic_error while
@@ -267,6 +281,9 @@ class PrefixCacheRuntime {
   void end_call();
   void check_host_accounting() const;
   uint32_t load_remote(detail::Sequence& s, uint32_t local_pages, uint32_t cut_pages);
+  uint32_t load_remote_staged(const PageHash& parent, std::span<const TokenId> tokens,
+                              std::span<const PageId> device_pages, CopyTicket& ticket);
+  void retire_loads();
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
@@ -282,6 +299,11 @@ class PrefixCacheRuntime {
   std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
   RemotePages* remote_ = nullptr;
   std::vector<PageHash> remote_hashes_;  // scratch for remote lookups
+  // With a remote and a host tier: remote pages reach the device through the host pool (after
+  // tree_: its copies are waited for, and their pages released, before the tree goes).
+  PagePool* host_pool_ = nullptr;
+  std::unique_ptr<detail::RemoteStaging> staging_;
+  std::vector<PageId> staging_pages_;  // scratch: the staging pages of one load
 };
 
 }  // namespace radixkv

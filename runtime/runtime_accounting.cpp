@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "runtime/prefix_cache_runtime.h"
+#include "runtime/remote_staging.h"
 #include "runtime/runtime_internals.h"
 
 namespace radixkv {
@@ -80,12 +81,22 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
     }
   }
   if (live != live_) fail(fmt::format("{} running sequences, counter says {}", live, live_));
+  // Pages a remote load's copy still writes; `loading` those nobody else holds any more.
+  uint64_t loading_pages = 0;
+  if (staging_) {
+    for (const detail::RemoteStaging::StagedPage& staged : staging_->staged()) {
+      if (!pool_.contains(staged.device)) {
+        fail(fmt::format("a remote load writes page {}, not in the pool", staged.device));
+      }
+      if (expected[staged.device - first]++ == 0) ++loading_pages;
+    }
+  }
 
   uint64_t free_pages = 0;
   for (PageId p = first; p < pool_.end_page(); ++p) {
     if (pool_.refcount(p) != expected[p - first]) {
-      fail(fmt::format("page {} has refcount {}, expected {} (tree and block tables)", p,
-                       pool_.refcount(p), expected[p - first]));
+      fail(fmt::format("page {} has refcount {}, expected {} (tree, block tables and remote loads)",
+                       p, pool_.refcount(p), expected[p - first]));
     }
     free_pages += expected[p - first] == 0 ? 1 : 0;
   }
@@ -93,16 +104,17 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
     fail(fmt::format("{} unreferenced pages but {} on the free list", free_pages,
                      pool_.free_pages()));
   }
-  if (uint64_t{capacity} != free_pages + tree_.cached_pages() + private_pages) {
-    fail(fmt::format("capacity {} != free {} + cached {} + private {}", capacity, free_pages,
-                     tree_.cached_pages(), private_pages));
+  if (uint64_t{capacity} != free_pages + tree_.cached_pages() + private_pages + loading_pages) {
+    fail(fmt::format("capacity {} != free {} + cached {} + private {} + loading {}", capacity,
+                     free_pages, tree_.cached_pages(), private_pages, loading_pages));
   }
   if (tree_.has_host_tier()) check_host_accounting();
   return private_pages;
 }
 
-// Host pages: each is held by the tree (a cached host copy) or by a copy still running (a load's
-// source under write-back), never both, and nobody else.
+// Host pages: each is held by the tree (a cached host copy), by a copy still running (a load's
+// source under write-back) or by a remote load as its staging page, only one of them, and nobody
+// else.
 void PrefixCacheRuntime::check_host_accounting() const {
   const auto fail = [](const std::string& what) {
     throw std::logic_error("PrefixCacheRuntime::check_accounting: host tier: " + what);
@@ -113,11 +125,25 @@ void PrefixCacheRuntime::check_host_accounting() const {
   for (PageId p = first; p < host.end_page(); ++p) expected[p - first] = tree_.host_indexes_page(p);
   const std::vector<PageId> in_flight = tree_.host_in_flight_page_ids();
   for (PageId page : in_flight) ++expected[page - first];
+  const std::size_t staging = staging_ ? staging_->staged().size() : 0;
+  if (staging_) {
+    for (const detail::RemoteStaging::StagedPage& staged : staging_->staged()) {
+      if (!host.contains(staged.host)) {
+        fail(fmt::format("remote load stages in page {}, not in the pool", staged.host));
+      }
+      ++expected[staged.host - first];
+    }
+  }
   uint64_t free_pages = 0;
   for (PageId p = first; p < host.end_page(); ++p) {
     if (host.refcount(p) != expected[p - first]) {
-      fail(fmt::format("page {} has refcount {}, expected {} (tree and copies in flight)", p,
-                       host.refcount(p), expected[p - first]));
+      fail(fmt::format(
+          "page {} has refcount {}, expected {} (tree, copies in flight and remote staging)", p,
+          host.refcount(p), expected[p - first]));
+    }
+    if (expected[p - first] > 1) {
+      fail(fmt::format("page {} is held {} times: by the tree, a copy or staging, only one", p,
+                       expected[p - first]));
     }
     free_pages += expected[p - first] == 0 ? 1 : 0;
   }
@@ -125,9 +151,11 @@ void PrefixCacheRuntime::check_host_accounting() const {
     fail(fmt::format("{} unreferenced pages but {} on the free list", free_pages,
                      host.free_pages()));
   }
-  if (host.capacity_pages() != free_pages + tree_.host_cached_pages() + in_flight.size()) {
-    fail(fmt::format("capacity {} != free {} + cached {} + in flight {}", host.capacity_pages(),
-                     free_pages, tree_.host_cached_pages(), in_flight.size()));
+  if (host.capacity_pages() !=
+      free_pages + tree_.host_cached_pages() + in_flight.size() + staging) {
+    fail(fmt::format("capacity {} != free {} + cached {} + in flight {} + staging {}",
+                     host.capacity_pages(), free_pages, tree_.host_cached_pages(), in_flight.size(),
+                     staging));
   }
 }
 
