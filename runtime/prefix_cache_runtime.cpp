@@ -232,8 +232,8 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   }
   // Device hits a remote load is still writing (loaded by an earlier admit): wait for it too.
   if (staging_) {
-    ticket = std::max(
-        ticket, staging_->writing(std::span<const PageId>(s.block_table).first(matched_pages)));
+    const std::span<const PageId> device_hits(s.block_table.data(), matched_pages);
+    ticket = std::max(ticket, staging_->writing(device_hits));
   }
 
   s.request_id = request.id;

@@ -306,3 +306,12 @@ mutant remote-prefetch-stale-name remote/prefetcher.cpp \
 mutant remote-prefetch-no-byte-bound remote/prefetcher.cpp \
   "the prefetched values are bounded by count only, not by bytes" \
   'while ((fetched_.size() > pages_limit_ || fetched_bytes_ > bytes_limit_) &&' 'while ((fetched_.size() > pages_limit_) &&'
+mutant remote-staging-released-before-ticket runtime/remote_staging.cpp \
+  "a remote load's staging and device pages are given back before its copy's ticket is done" \
+  'while (!staged_.empty() && copier_.done(staged_.front().ticket)) {' 'while (!staged_.empty()) {'
+mutant remote-staging-hit-not-waited runtime/prefix_cache_runtime.cpp \
+  "a device hit on pages a remote load still writes gets no ticket covering it" \
+  'ticket = std::max(ticket, staging_->writing(' 'ticket = std::max(ticket, 0 * staging_->writing('
+mutant remote-staging-commit-not-waited runtime/prefix_cache_runtime.cpp \
+  "a commit switches to pages a remote load still writes without waiting for it" \
+  'if (remote_load != 0) tree_.wait_copy(remote_load);' ''

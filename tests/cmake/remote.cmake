@@ -7,6 +7,10 @@ if(TARGET radixkv_remote)
     LABELS threads)
   radixkv_add_test(test_remote_prefetcher SOURCES test_remote_prefetcher.cpp LIBS radixkv_remote
     LABELS threads)
+  # Remote pages through the host tier's staging pages and copier (runtime/remote_staging.h);
+  # its CUDA case skips, saying why, without a device (scripts/gpu-check.sh runs it on one).
+  radixkv_add_test(test_remote_staging SOURCES test_remote_staging.cpp
+    LIBS radixkv_remote radixkv_replay radixkv_kv_store LABELS threads)
 
   set(RADIXKV_WITH_REDIS ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh)
   radixkv_add_test(test_remote_redis
