@@ -186,8 +186,8 @@ struct RuntimeStats {
   uint64_t committed_pages = 0;    // pages handed to the tree
   uint64_t duplicate_pages = 0;    // computed pages the tree already had
   uint64_t evicted_pages = 0;      // by allocation, watermarks and evict()
-  // Admits whose remote run was cut short (or skipped) because the host pool had no free page
-  // to stage it in, even after host eviction: the rest of the run was a miss.
+  // Admits whose remote lookup was cut short (or skipped) because the host pool had too few
+  // pages to stage the run in, even after host eviction: the pages past them were misses.
   uint64_t remote_no_staging = 0;
 };
 

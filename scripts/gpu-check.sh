@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds radixkv's CUDA page backend and tier copier (Release),
-# runs their tests (failing if any device test skipped), then checks and times page copy, gather
+# runs their tests and the remote tier's staging through pinned host pages (failing if any device
+# test skipped), then checks and times page copy, gather
 # and scatter, and the tier copier's D2H and H2D, against plain cudaMemcpy, printing tables.
 # Every method is checked byte for byte on random pages before it is timed. Meant to finish in
 # under 4 minutes on an H200 with 16 cores (mostly the build). Needs nvcc and the Debian dev packages scripts/build.sh
@@ -39,7 +40,8 @@ grep -q "CUDA backend ON" "$configure_log" ||
   { cat "$configure_log"; fail "CMake did not enable the CUDA backend"; }
 
 echo "== build"
-cmake --build "$build" -j "$jobs" --target test_page_backend test_page_copier radixkv_gpu_check
+cmake --build "$build" -j "$jobs" --target test_page_backend test_page_copier test_remote_staging \
+  radixkv_gpu_check
 
 echo "== CUDA tests"
 # On a GPU machine a skipped device test is a failure: it would hide a broken driver or device.
@@ -48,7 +50,7 @@ echo "== CUDA tests"
 # ran=N skipped=S" and exits 77 when every case skipped).
 test_log=$(mktemp)
 trap 'rm -f "$configure_log" "$test_log"' EXIT
-for test in test_page_backend test_page_copier; do
+for test in test_page_backend test_page_copier test_remote_staging; do
   status=0
   timeout 300 "$build/tests/$test" --test-case-exclude='without a device*' 2>&1 | tee "$test_log" ||
     status=$?

@@ -351,8 +351,20 @@ TEST_CASE("remote over a device pool on a GPU: write-through refused, and device
   MemoryStore::Shared shared;
   PagePool device(kLayout, 8, std::make_unique<GpuLikeBackend>());
   PagePool host(kLayout, 8, make_host_backend());
-  CHECK_THROWS_WITH_AS(make_tier(shared, /*write_through=*/true)->attach_pools(&device, &host),
-                       doctest::Contains("write-through"), std::invalid_argument);
+  {
+    // At the runtime's construction, with a host tier to stage loads through.
+    const std::unique_ptr<remote::RemoteTier> through = make_tier(shared, /*write_through=*/true);
+    TestCopier copier;
+    TierConfig tiers;
+    tiers.host.pool = &host;
+    tiers.host.copier = &copier;
+    tiers.remote = through.get();
+    CHECK_THROWS_WITH_AS(PrefixCacheRuntime(device, {}, tiers),
+                         doctest::Contains("write-through writes a page when it is cached"),
+                         std::invalid_argument);
+    tiers.remote = nullptr;
+    PrefixCacheRuntime without_remote(device, {}, tiers);  // nothing was left claimed
+  }
   CHECK_THROWS_WITH_AS(make_tier(shared)->attach_pools(&host, &device),
                        doctest::Contains("host tier's pages are on a GPU"), std::invalid_argument);
   // Write-back: a device page that leaves the trie is not written (its bytes cannot be read),
