@@ -102,6 +102,15 @@ struct StagedRuntime {
     return c;
   }
 
+  // Puts the first `pages` pages of `prompt` in the store and admits it: they arrive from there.
+  AdmitResult admit_from_store(uint64_t id, const std::vector<TokenId>& prompt, uint32_t pages) {
+    store_pages(shared, 0, prompt, pages);
+    const AdmitResult r = runtime.admit({id, 0, prompt});
+    REQUIRE(r.ok());
+    REQUIRE(r.remote_hit_tokens == pages * P);
+    return r;
+  }
+
   MemoryStore::Shared shared;
   PagePool pool;
   PagePool host;
@@ -144,10 +153,7 @@ TEST_CASE("remote through the host tier: pages arrive by the copier, with admit'
 TEST_CASE("remote through the host tier: a device hit on pages still loading waits for them") {
   StagedRuntime f;
   const std::vector<TokenId> prompt = iota_tokens(4 * P + 1, 7);
-  store_pages(f.shared, 0, prompt, 4);
-  const AdmitResult a = f.runtime.admit({1, 0, prompt});
-  REQUIRE(a.ok());
-  REQUIRE(a.remote_hit_tokens == 4 * P);
+  const AdmitResult a = f.admit_from_store(1, prompt, 4);
   REQUIRE_FALSE(f.runtime.load_done(a.load_ticket));
   // Another request over the same prefix finds the pages on the device, in the trie already, but
   // still being written: its ticket covers that copy.
@@ -176,10 +182,7 @@ TEST_CASE("remote through the host tier: a commit switching to pages still loadi
   const AdmitResult b = f.runtime.admit({2, 0, prompt});
   REQUIRE(b.ok());
   REQUIRE(b.reused_tokens == 0);
-  store_pages(f.shared, 0, prompt, 3);
-  const AdmitResult a = f.runtime.admit({1, 0, prompt});
-  REQUIRE(a.ok());
-  REQUIRE(a.remote_hit_tokens == 3 * P);
+  const AdmitResult a = f.admit_from_store(1, prompt, 3);
   REQUIRE_FALSE(f.runtime.load_done(a.load_ticket));
   const CommitResult committed = f.runtime.commit(b.seq, 3 * P);
   CHECK(committed.duplicate_pages == 3);
@@ -200,10 +203,7 @@ TEST_CASE("remote through the host tier: a sequence ended before its load leaks 
     CAPTURE(finish);
     StagedRuntime f;
     const std::vector<TokenId> prompt = iota_tokens(4 * P + 1, 300);
-    store_pages(f.shared, 0, prompt, 4);
-    const AdmitResult r = f.runtime.admit({1, 0, prompt});
-    REQUIRE(r.ok());
-    REQUIRE(r.remote_hit_tokens == 4 * P);
+    const AdmitResult r = f.admit_from_store(1, prompt, 4);
     const std::vector<PageId> loading(r.block_table.begin(), r.block_table.begin() + 4);
     if (finish) {
       f.runtime.finish(r.seq);
