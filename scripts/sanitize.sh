@@ -11,7 +11,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # libzmq is not TSan-instrumented: scripts/tsan.supp says why its reports are noise.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:suppressions=$PWD/scripts/tsan.supp}
 targets=""
-[[ $sanitizers == thread ]] && targets="test_shared_runtime test_event_publisher test_router_feed test_runtime_events test_remote test_remote_prefetcher"  # labelled `threads`
+[[ $sanitizers == thread ]] && targets="test_shared_runtime test_event_publisher test_router_feed test_runtime_events test_remote test_remote_prefetcher test_remote_staging"  # labelled `threads`
 # Warnings are not errors here: the normal build enforces them, and GCC 12's -Wmaybe-uninitialized
 # misfires on libstdc++'s std::regex once sanitizer instrumentation is in.
 BUILD_DIR=$build_dir BUILD_TYPE=RelWithDebInfo TARGETS=$targets \
