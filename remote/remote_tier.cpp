@@ -63,7 +63,7 @@ RemoteTier::~RemoteTier() {
   writer_.join();
 }
 
-void RemoteTier::attach_pools(PagePool* device, PagePool* host) {
+void RemoteTier::attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals) {
   if (host != nullptr && host->backend().storage() == StorageKind::kDevice) {
     throw std::invalid_argument(fmt::format(
         "remote tier: the host tier's pages are on a GPU ({} backend); they must be in host memory "
@@ -80,11 +80,13 @@ void RemoteTier::attach_pools(PagePool* device, PagePool* host) {
   }
   device_ = device;
   host_ = host;
+  arrivals_ = arrivals;
 }
 
 std::span<const std::byte> RemoteTier::bytes_of(Tier tier, PageId page) {
   PagePool* pool = tier == Tier::kDevice ? device_ : host_;
   if (pool == nullptr || pool->backend().storage() != StorageKind::kHost) return {};
+  if (arrivals_ != nullptr) arrivals_->await(tier, page);  // a copy may still be writing it
   return pool->host_bytes(page);
 }
 

@@ -122,7 +122,8 @@ class RemoteTier final : public RemotePages {
   // cannot be read when cached). A device page on a GPU that leaves the trie directly (not
   // through the host tier) is not written: counted in dropped_writes. Loads into a device pool on
   // a GPU go through host pages (the runtime stages them: runtime/remote_staging.h).
-  void attach_pools(PagePool* device, PagePool* host) override;
+  // Bytes are read only after `arrivals` (if any) says they are there.
+  void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) override;
   void forward_events(TierEvents* next) override { next_ = next; }
 
   // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
@@ -168,6 +169,7 @@ class RemoteTier final : public RemotePages {
   std::string where_;
   PagePool* device_ = nullptr;
   PagePool* host_ = nullptr;
+  PageArrivals* arrivals_ = nullptr;
 
   std::unique_ptr<Prefetcher> prefetcher_;  // with prefetch on
   // Owner's thread only: the pages the store holds, and their order for forgetting.

@@ -97,11 +97,11 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
           pool.backend().name()));
     }
     remote_ = tiers.remote;
-    remote_->attach_pools(&pool, tiers.host.pool);
     if (tiers.host.pool != nullptr) {
       host_pool_ = tiers.host.pool;
       staging_ = std::make_unique<detail::RemoteStaging>(pool, *host_pool_, *copier);
     }
+    remote_->attach_pools(&pool, tiers.host.pool, staging_.get());
     remote_->forward_events(tiers.events);
     tree_.set_tier_events(remote_);  // the tree tells the remote tier what it drops
   } else if (tiers.events != nullptr) {

@@ -13,6 +13,16 @@
 
 namespace radixkv {
 
+// Pages whose bytes may still be on their way (a copy writing them: a remote load staged through
+// the host tier, runtime/remote_staging.h). Whoever reads a page's bytes outside the runtime's
+// copies asks first.
+class PageArrivals {
+ public:
+  virtual ~PageArrivals() = default;
+  // Returns once page `page` of `tier`'s pool holds its bytes (at once when no copy writes it).
+  virtual void await(Tier tier, PageId page) = 0;
+};
+
 class RemotePages : public TierEvents {
  public:
   // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
@@ -26,9 +36,10 @@ class RemotePages : public TierEvents {
   // local match), so that a later load() of them need not wait for the store. Never blocks on
   // the store, never throws for its failure. By default nothing.
   virtual void prefetch(std::span<const PageHash> /*hashes*/) {}
-  // The pools whose pages dropping() names (nullptr: no such tier). Throws std::invalid_argument
-  // for a pool the tier cannot read.
-  virtual void attach_pools(PagePool* device, PagePool* host) = 0;
+  // The pools whose pages dropping() names (nullptr: no such tier), and whom to ask before reading
+  // a page's bytes (nullptr: they are always there). Throws std::invalid_argument for a pool the
+  // tier cannot read.
+  virtual void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) = 0;
   // Where the events the tree sends through this tier go on (nullptr: nowhere).
   virtual void forward_events(TierEvents* next) = 0;
 };

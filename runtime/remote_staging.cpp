@@ -42,6 +42,12 @@ CopyTicket RemoteStaging::writing(std::span<const PageId> device_pages) const {
   return latest;
 }
 
+void RemoteStaging::await(Tier tier, PageId page) {
+  if (tier != Tier::kDevice) return;
+  const CopyTicket ticket = writing({&page, 1});
+  if (ticket != 0) copier_.wait(ticket);
+}
+
 uint64_t RemoteStaging::retire() {
   uint64_t retired = 0;
   while (!staged_.empty() && copier_.done(staged_.front().ticket)) {

@@ -12,6 +12,12 @@
 // asked: finished or aborted first, its device pages may leave the trie (evicted), and would be
 // handed out again while the copier still writes them.
 //
+// It is also the remote tier's PageArrivals (runtime/remote_pages.h): the tier reads a page's
+// bytes when it writes the page to the store (as it leaves the trie, or when cached under
+// write-through), and a device page a copy here still writes does not hold them yet; await()
+// waits for that copy. (Without it, the tier would put the page's old bytes in the store under
+// the page's key, over a good value.)
+//
 // Invariants: staged() lists every page held here, each once, in issue order; tickets complete in
 // that order (the copier's), so retire() stops at the first one not done. writing(page) is the
 // ticket of the copy still writing a device page (0: none). The destructor waits for every copy,
@@ -27,10 +33,11 @@
 
 #include "kv_store/page_copier.h"
 #include "kv_store/page_pool.h"
+#include "runtime/remote_pages.h"
 
 namespace radixkv::detail {
 
-class RemoteStaging {
+class RemoteStaging final : public PageArrivals {
  public:
   struct StagedPage {
     CopyTicket ticket;
@@ -39,7 +46,7 @@ class RemoteStaging {
   };
 
   RemoteStaging(PagePool& device, PagePool& host, PageCopier& copier);
-  ~RemoteStaging();
+  ~RemoteStaging() override;
   RemoteStaging(const RemoteStaging&) = delete;
   RemoteStaging& operator=(const RemoteStaging&) = delete;
 
@@ -54,6 +61,8 @@ class RemoteStaging {
   uint64_t retire();
   bool idle() const { return staged_.empty(); }
   const std::deque<StagedPage>& staged() const { return staged_; }
+  // Waits for the copy still writing device page `page` (host pages: never staged in the trie).
+  void await(Tier tier, PageId page) override;
 
  private:
   CopyTicket& ticket_of(PageId device_page) { return writing_[device_page - device_.first_page()]; }

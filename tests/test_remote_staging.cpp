@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -231,6 +232,47 @@ TEST_CASE("remote through the host tier: a sequence ended before its load leaks 
     CHECK(f.host.free_pages() == 16);
     f.runtime.check_accounting();
   }
+}
+
+// The tree tells the remote tier about a page (inserted() under write-through, dropping() on
+// its way out) while the page must hold its bytes (radix/tier_events.h); a page a remote load
+// still writes does not yet, so the call waits for that copy. Without the wait the tier would
+// write the page's old bytes back under its key, over the good value (write-through that does not
+// remember loaded pages makes inserted() write them again).
+TEST_CASE("remote through the host tier: a page still loading is written only once it arrives") {
+  MemoryStore::Shared shared;
+  PagePool pool(kLayout, 32, make_host_backend());
+  PagePool host(kLayout, 16, make_host_backend());
+  TestCopier copier(/*deferred=*/true);
+  remote::RemoteTierConfig config = tier_config(/*write_through=*/true);
+  config.known_pages = 0;
+  remote::RemoteTier tier(std::make_unique<MemoryStore>(shared),
+                          std::make_unique<MemoryStore>(shared), config);
+  TierConfig tiers;
+  tiers.host.pool = &host;
+  tiers.host.copier = &copier;
+  tiers.remote = &tier;
+  PrefixCacheRuntime runtime(pool, {0, 1.0, 1.0}, tiers);
+
+  const std::vector<TokenId> prompt = iota_tokens(3 * P + 1, 800);
+  store_pages(shared, 0, prompt, 3);
+  const std::map<std::string, std::string> stored = [&] {
+    std::lock_guard lock(shared.mutex);
+    return shared.values;
+  }();
+  const AdmitResult r = runtime.admit({1, 0, prompt});
+  REQUIRE(r.ok());
+  REQUIRE(r.remote_hit_tokens == 3 * P);
+  CHECK(copier.pending() == 0);  // inserting the pages waited for their copy
+  for (uint32_t i = 0; i < 3; ++i) CHECK(holds_content(pool, r.block_table[i], 0, prompt, i));
+  tier.drain();
+  CHECK(tier.stats().queued_pages == 3);  // written again (nothing remembered), with their bytes
+  {
+    std::lock_guard lock(shared.mutex);
+    for (const auto& [key, value] : stored) CHECK(shared.values.at(key) == value);
+  }
+  runtime.finish(r.seq);
+  runtime.check_accounting();
 }
 
 TEST_CASE("remote through the host tier: no host page to stage in is a miss, counted") {

@@ -315,3 +315,6 @@ mutant remote-staging-hit-not-waited runtime/prefix_cache_runtime.cpp \
 mutant remote-staging-commit-not-waited runtime/prefix_cache_runtime.cpp \
   "a commit switches to pages a remote load still writes without waiting for it" \
   'if (remote_load != 0) tree_.wait_copy(remote_load);' ''
+mutant remote-staging-bytes-not-awaited remote/remote_tier.cpp \
+  "the remote tier writes a page's bytes to the store while a staged copy still writes them" \
+  'if (arrivals_ != nullptr) arrivals_->await(tier, page);' ''
