@@ -333,35 +333,65 @@ TEST_CASE("remote through the host tier: a full host evicts by its policy to sta
   f.runtime.check_accounting();
 }
 
+// An engine replay of `trace` over the store behind `shared`, with a host tier of 64 pages.
+tools::ReplayResult staged_engine_replay(const tools::Trace& trace, MemoryStore::Shared& shared,
+                                         uint32_t pool_pages, double h2d_gbps = 50) {
+  remote::RemoteTier tier(std::make_unique<MemoryStore>(shared),
+                          std::make_unique<MemoryStore>(shared), tier_config());
+  tools::EngineReplayConfig config;
+  config.layout = kLayout;
+  config.model = tier.config().model;
+  config.pool_pages = pool_pages;
+  config.host.capacity_pages = 64;
+  config.host.h2d_gbps = h2d_gbps;
+  config.compare_no_cache = false;
+  config.remote = &tier;
+  tools::ReplayResult r = tools::replay_engine(trace, config);
+  tier.drain();
+  return r;
+}
+
 TEST_CASE("remote through the host tier: two engine replays share pages, none leaked") {
   tools::GenConfig gen = testing::small_gen_config(5);
   gen.conversations = 60;
   const tools::Trace trace = testing::generated_trace(gen);
   MemoryStore::Shared shared;
-  const auto replay = [&] {
-    remote::RemoteTier tier(std::make_unique<MemoryStore>(shared),
-                            std::make_unique<MemoryStore>(shared), tier_config());
-    tools::EngineReplayConfig config;
-    config.layout = kLayout;
-    config.model = "m";
-    config.pool_pages = 256;
-    config.host.capacity_pages = 128;
-    config.compare_no_cache = false;
-    config.remote = &tier;
-    tools::ReplayResult r = tools::replay_engine(trace, config);
-    tier.drain();
-    return r;
-  };
-  const tools::ReplayResult a = replay();
+  const tools::ReplayResult a = staged_engine_replay(trace, shared, 256);
   CHECK(a.ok());
   CHECK(a.pages_leaked == 0);
   CHECK(a.accounting_error.empty());
-  const tools::ReplayResult b = replay();  // cold local tiers, a warm store
+  const tools::ReplayResult b = staged_engine_replay(trace, shared, 256);  // cold local tiers
   CHECK(b.ok());
   CHECK(b.pages_leaked == 0);
   CHECK(b.accounting_error.empty());
   CHECK(b.remote.hit_tokens > a.remote.hit_tokens);
   CHECK(b.remote.hit_tokens > 0);
+}
+
+// Remote pages reach the device by the host tier's H2D copy (staging), so an engine replay prices
+// them on the H2D engine as it does host hits: slower copies, later first tokens.
+TEST_CASE("remote through the host tier: an engine replay prices the staged pages' copies") {
+  tools::GenConfig gen = testing::small_gen_config(11);
+  gen.conversations = 40;
+  const tools::Trace trace = testing::generated_trace(gen);
+  MemoryStore::Shared shared;
+  staged_engine_replay(trace, shared,
+                       128);  // a small pool: pages pass through the host to the store
+  REQUIRE(!shared.values.empty());
+  // A pool that never evicts: no host hits, so every H2D copy is a staged remote page.
+  const tools::ReplayResult fast = staged_engine_replay(trace, shared, 1 << 14, 1000);
+  const tools::ReplayResult slow =
+      staged_engine_replay(trace, shared, 1 << 14, 1e-6);  // 1,000 bytes a second
+  REQUIRE(fast.ok());
+  REQUIRE(slow.ok());
+  REQUIRE(fast.remote.hit_tokens > 0);
+  REQUIRE(slow.remote.hit_tokens > 0);  // more than fast's: requests waiting longer share less
+  REQUIRE(fast.host.host_hit_tokens == 0);
+  REQUIRE(slow.host.host_hit_tokens == 0);
+  // At least one request waited for one page more: bytes_per_page / 1,000 s, spread over all.
+  const double one_page_s = static_cast<double>(kLayout.bytes_per_page()) / 1000.0;
+  CHECK(slow.engine.run.ttft_mean_s - fast.engine.run.ttft_mean_s >
+        one_page_s / static_cast<double>(slow.engine.run.finished));
 }
 
 // A backend that says its pages are on a GPU (for the refusals; it keeps no bytes).

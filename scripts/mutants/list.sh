@@ -318,3 +318,6 @@ mutant remote-staging-commit-not-waited runtime/prefix_cache_runtime.cpp \
 mutant remote-staging-bytes-not-awaited remote/remote_tier.cpp \
   "the remote tier writes a page's bytes to the store while a staged copy still writes them" \
   'if (arrivals_ != nullptr) arrivals_->await(tier, page);' ''
+mutant remote-staging-copy-not-priced tools/replay/engine_replay.cpp \
+  "engine replay prices host hits on the H2D engine but not the remote pages staged through it" \
+  'const uint32_t loads = (r.host_hit_tokens + r.remote_hit_tokens) / page_tokens;' 'const uint32_t loads = r.host_hit_tokens / page_tokens;'

@@ -143,21 +143,23 @@ uint64_t EngineRunner::new_written_pages() {
   return fresh;
 }
 
-// An admission at now_: the write-backs that made room for it, then its load, each on its engine.
+// An admission at now_: the write-backs that made room for it, then its load (host hits and remote
+// pages), each on its engine.
 // Its device hits may be pages an earlier admission is still loading: it waits for those too (as
 // the runtime's ticket covering that load says). A page's time stays after the page is reused,
 // so a request may wait for a load into an earlier life of its page: never too little.
 void EngineRunner::admitted(uint64_t id, const AdmitResult& r) {
   const uint32_t page_tokens = runtime_->page_tokens();
   const uint32_t device = r.device_hit_tokens / page_tokens;
-  const uint32_t host = r.host_hit_tokens / page_tokens;
+  // Remote pages come through the host tier's staging pages: an H2D copy each, as host hits.
+  const uint32_t loads = (r.host_hit_tokens + r.remote_hit_tokens) / page_tokens;
   const double written = copies_->write(now_, new_written_pages());
-  const double loaded = copies_->load(written, host);
+  const double loaded = copies_->load(written, loads);
   double ready = loaded;
   for (uint32_t i = 0; i < device; ++i) {
     ready = std::max(ready, loaded_at_[r.block_table[i] - pool_.first_page()]);
   }
-  for (uint32_t i = device; i < device + host; ++i) {
+  for (uint32_t i = device; i < device + loads; ++i) {
     loaded_at_[r.block_table[i] - pool_.first_page()] = loaded;
   }
   copies_done_[id] = ready;
