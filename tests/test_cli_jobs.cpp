@@ -6,12 +6,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/cli_runs.h"
@@ -103,26 +107,91 @@ TEST_CASE("cli: --jobs is checked and is cache mode only") {
   CHECK(engine.err.find("--jobs: cache mode only") != std::string::npos);
 }
 
+namespace {
+
+// 0, 1, ..., n - 1: the cells in their own order.
+std::vector<std::size_t> in_order(std::size_t n) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  return order;
+}
+
+}  // namespace
+
 TEST_CASE("run_cells: every cell once, and the first failure in cell order is rethrown") {
   for (const unsigned jobs : {1u, 2u, 7u, 64u}) {
     CAPTURE(jobs);
     std::vector<std::atomic<int>> calls(40);
-    run_cells(calls.size(), jobs, [&](std::size_t i) { ++calls[i]; });
+    run_cells(in_order(calls.size()), jobs, [&](std::size_t i) { ++calls[i]; });
     for (const auto& c : calls) CHECK(c == 1);
 
+    // Run backwards: the rethrown failure is still the first in cell order, not the first to run.
+    std::vector<std::size_t> backwards = in_order(40);
+    std::reverse(backwards.begin(), backwards.end());
     std::vector<std::atomic<int>> ran(40);
     try {
-      run_cells(ran.size(), jobs, [&](std::size_t i) {
+      run_cells(backwards, jobs, [&](std::size_t i) {
         ++ran[i];
         if (i == 31 || i == 12) throw std::runtime_error("cell " + std::to_string(i));
       });
       FAIL("nothing was rethrown");
     } catch (const std::runtime_error& e) {
-      CHECK(std::string(e.what()) == "cell 12");
+      CHECK(std::string(e.what()) == (jobs > 1 ? "cell 12" : "cell 31"));
     }
     // A failure stops no other cell (one job runs them in order and stops at the first).
-    if (jobs > 1) {
-      for (const auto& c : ran) CHECK(c == 1);
+    for (std::size_t i = 0; i < ran.size(); ++i) CHECK(ran[i] == (jobs > 1 || i >= 31 ? 1 : 0));
+  }
+}
+
+TEST_CASE("run_cells: threads take cells in the queue's order") {
+  const std::vector<std::size_t> order = {5, 2, 7, 0, 1, 6, 3, 4};
+  const auto place = [&](std::size_t cell) {
+    return std::find(order.begin(), order.end(), cell) - order.begin();
+  };
+  for (const unsigned jobs : {1u, 2u, 3u}) {
+    CAPTURE(jobs);
+    std::mutex lock;
+    std::map<std::thread::id, std::vector<std::size_t>>
+        by_thread;  // cells, as each thread ran them
+    run_cells(order, jobs, [&](std::size_t i) {
+      const std::lock_guard guard(lock);
+      by_thread[std::this_thread::get_id()].push_back(i);
+    });
+    // However the threads interleave, each takes the cells after those it took before.
+    std::size_t total = 0;
+    for (const auto& [thread, cells] : by_thread) {
+      total += cells.size();
+      for (std::size_t k = 1; k < cells.size(); ++k) CHECK(place(cells[k - 1]) < place(cells[k]));
     }
+    CHECK(total == order.size());
+    if (jobs == 1) CHECK(by_thread.begin()->second == order);
+  }
+}
+
+TEST_CASE("longest_first: largest expected work first, equal work in cell order") {
+  // The reference: a plain selection of the largest remaining, earliest index on ties.
+  const auto reference = [](std::vector<uint64_t> work) {
+    std::vector<std::size_t> order;
+    std::vector<bool> taken(work.size(), false);
+    for (std::size_t n = 0; n < work.size(); ++n) {
+      std::size_t best = work.size();
+      for (std::size_t i = 0; i < work.size(); ++i) {
+        if (!taken[i] && (best == work.size() || work[i] > work[best])) best = i;
+      }
+      taken[best] = true;
+      order.push_back(best);
+    }
+    return order;
+  };
+  CHECK(longest_first(std::vector<uint64_t>{}).empty());
+  CHECK(longest_first(std::vector<uint64_t>{1, 3, 2}) == std::vector<std::size_t>{1, 2, 0});
+  CHECK(longest_first(std::vector<uint64_t>{4, 9, 4, 9, 1}) ==
+        std::vector<std::size_t>{1, 3, 0, 2, 4});
+  uint64_t seed = 1;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<uint64_t> work(1 + round % 13);
+    for (uint64_t& w : work) w = (seed = seed * 6364136223846793005u + 1442695040888963407u) >> 61;
+    CAPTURE(round);
+    CHECK(longest_first(work) == reference(work));
   }
 }

@@ -460,7 +460,10 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
   }
   const Activity activity(fmt::format("replaying {} in cache mode ({} replays, {} at a time)",
                                       trace.source, cells.size(), jobs));
-  run_cells(cells.size(), jobs, [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
+  std::vector<uint64_t> work;
+  for (const CacheReplayConfig& cell : cells) work.push_back(expected_cell_work(trace, cell));
+  run_cells(longest_first(work), jobs,
+            [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
   for (ReplayResult& result : results) hooks.report(result);
   return results;
 }

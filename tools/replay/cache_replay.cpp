@@ -278,4 +278,11 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
   return CacheReplayer(trace, config).run();
 }
 
+uint64_t expected_cell_work(const Trace& trace, const CacheReplayConfig& config) {
+  if (config.layout.page_tokens == 0) return 0;  // the replay itself says what is wrong
+  const uint64_t trace_pages = trace_pages_of(trace, config.layout.page_tokens).total;
+  const uint64_t host_pages = config.host.enabled() ? config.host.capacity_pages : 0;
+  return std::min(config.capacity_pages, trace_pages) + std::min(host_pages, trace_pages);
+}
+
 }  // namespace radixkv::tools

@@ -84,4 +84,11 @@ struct CacheReplayConfig {
 
 ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config);
 
+// What a replay is expected to cost, to start a sweep's longest cells first
+// (tools/replay/parallel_cells.h): the pages its cache can hold, device and host tier, each cut to
+// the trace's prompt pages as the replay cuts them. A larger cache builds a larger tree, which
+// takes longer to build, check and tear down (a smaller one evicts more, but eviction costs less
+// per page than caching did).
+uint64_t expected_cell_work(const Trace& trace, const CacheReplayConfig& config);
+
 }  // namespace radixkv::tools

@@ -3,21 +3,32 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <numeric>
 #include <thread>
-#include <vector>
 
 namespace radixkv::tools {
 
-void run_cells(std::size_t count, unsigned jobs, const std::function<void(std::size_t)>& cell) {
+std::vector<std::size_t> longest_first(std::span<const uint64_t> expected_work) {
+  std::vector<std::size_t> order(expected_work.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return expected_work[a] > expected_work[b];
+  });
+  return order;
+}
+
+void run_cells(std::span<const std::size_t> order, unsigned jobs,
+               const std::function<void(std::size_t)>& cell) {
+  const std::size_t count = order.size();
   if (jobs <= 1 || count <= 1) {
-    for (std::size_t i = 0; i < count; ++i) cell(i);
+    for (const std::size_t i : order) cell(i);
     return;
   }
-  std::vector<std::exception_ptr> failures(count);
-  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> failures(count);  // by cell index
+  std::atomic<std::size_t> next{0};                 // position in `order`
   const auto work = [&] {
-    // Cells are taken in order, so the longest-running ones do not all wait for the end.
-    for (std::size_t i = next++; i < count; i = next++) {
+    for (std::size_t k = next++; k < count; k = next++) {
+      const std::size_t i = order[k];
       try {
         cell(i);
       } catch (...) {
