@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kv_store/heap.h"
+
 namespace radixkv {
 
 PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<PageBackend> backend)
@@ -22,7 +24,8 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
                     capacity_pages));
   }
   backend_->reserve(capacity_, bytes_per_page_);
-  fill_free_list();
+  refcount_.reset(static_cast<uint32_t*>(heap::allocate_zeroed(capacity_, sizeof(uint32_t))));
+  never_used_ = first_;
 }
 
 PagePool::PagePool(PagePool& parent, uint32_t pages)
@@ -50,10 +53,12 @@ PagePool::PagePool(PagePool& parent, uint32_t pages)
   }
   // The parent holds every page of the partition, one reference each, until it comes back.
   for (PageId page = first_; page < end_page(); ++page) parent.count(page) = 1;
+  parent.list_never_used();
   std::erase_if(parent.free_list_, [&](PageId page) { return contains(page); });
   parent.lent_ += pages;
   ++parent.partitions_;
-  fill_free_list();
+  refcount_.reset(static_cast<uint32_t*>(heap::allocate_zeroed(capacity_, sizeof(uint32_t))));
+  never_used_ = first_;
 }
 
 PagePool::~PagePool() {
@@ -66,11 +71,16 @@ PagePool::~PagePool() {
   if (--parent_->partitions_ == 0) parent_->lent_ = 0;
 }
 
-void PagePool::fill_free_list() {
-  refcount_.assign(capacity_, 0);
-  free_list_.resize(capacity_);
-  for (uint32_t i = 0; i < capacity_; ++i) free_list_[i] = end_page() - 1 - i;  // first on top
+void PagePool::list_never_used() {
+  std::vector<PageId> listed;
+  listed.reserve(free_list_.size() + (end_page() - never_used_));
+  for (PageId page = end_page(); page-- > never_used_;) listed.push_back(page);  // lowest on top
+  listed.insert(listed.end(), free_list_.begin(), free_list_.end());
+  free_list_ = std::move(listed);
+  never_used_ = end_page();
 }
+
+void PagePool::ReleaseToHeap::operator()(uint32_t* counts) const noexcept { heap::release(counts); }
 
 PagePool::Claim::Claim(PagePool& pool, std::string_view owner) : pool_(pool) {
   if (pool.claimed_) {
@@ -104,10 +114,15 @@ uint32_t PagePool::pages_for_bytes(const KvLayout& layout, uint64_t bytes) {
 }
 
 bool PagePool::allocate(uint32_t n, std::vector<PageId>& out) {
-  if (n > free_list_.size()) return false;
+  if (n > free_pages()) return false;
   for (uint32_t i = 0; i < n; ++i) {
-    const PageId page = free_list_.back();
-    free_list_.pop_back();
+    PageId page = never_used_;
+    if (free_list_.empty()) {
+      ++never_used_;
+    } else {
+      page = free_list_.back();
+      free_list_.pop_back();
+    }
     count(page) = 1;
     out.push_back(page);
   }

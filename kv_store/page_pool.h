@@ -7,8 +7,14 @@
 //     returns to the free list when its count reaches zero.
 //   - Retaining or releasing a free page, or an id outside the pool, is a caller bug: it throws
 //     std::logic_error naming the page and changes nothing.
-// Invariant: free_pages() + used_pages() == capacity_pages(), and a page is on the free list iff
-// its refcount is zero.
+// Invariant: free_pages() + used_pages() == capacity_pages(), and a page is free (on the free list,
+// or never handed out) iff its refcount is zero.
+//
+// Pages are handed out the released-last first, then in id order: the free list holds the pages
+// released so far and the ids never handed out follow it as if listed below it, lowest on top.
+// Nothing is written per page up front (the refcounts are zeroed memory, which the system maps on
+// first touch), so a pool costs the memory of the pages it hands out, not of its capacity: a replay
+// whose capacity is far above what the trace caches does not fault in bookkeeping it never uses.
 //
 // Page ids are [first_page(), end_page()). A pool made with a layout and a backend owns the
 // storage and its ids start at 0. A partition (the second constructor) is a pool of its own over
@@ -81,7 +87,9 @@ class PagePool {
 
   const KvLayout& layout() const { return layout_; }
   uint32_t capacity_pages() const { return capacity_; }
-  uint32_t free_pages() const { return static_cast<uint32_t>(free_list_.size()); }
+  uint32_t free_pages() const {
+    return static_cast<uint32_t>(free_list_.size()) + (end_page() - never_used_);
+  }
   uint32_t used_pages() const { return capacity_ - free_pages(); }
   uint64_t bytes_per_page() const { return bytes_per_page_; }
   uint64_t capacity_bytes() const { return uint64_t{capacity_} * bytes_per_page_; }
@@ -111,7 +119,12 @@ class PagePool {
   void check_held(PageId page, const char* operation) const;
   uint32_t& count(PageId page) { return refcount_[page - first_]; }
   uint32_t count(PageId page) const { return refcount_[page - first_]; }
-  void fill_free_list();
+  // Lists the pages never handed out below the free list (as they would be handed out), so that
+  // every free page is on it.
+  void list_never_used();
+  struct ReleaseToHeap {
+    void operator()(uint32_t* counts) const noexcept;
+  };
 
   KvLayout layout_;
   uint64_t bytes_per_page_;
@@ -123,8 +136,9 @@ class PagePool {
   uint32_t lent_ = 0;           // ids [first_, first_ + lent_) went to partitions
   uint32_t partitions_ = 0;     // partitions alive
   bool claimed_ = false;
-  std::vector<uint32_t> refcount_;  // by page - first_
-  std::vector<PageId> free_list_;   // a stack: the page released last is handed out first
+  std::unique_ptr<uint32_t[], ReleaseToHeap> refcount_;  // by page - first_
+  std::vector<PageId> free_list_;  // a stack: the page released last is handed out first
+  PageId never_used_ = 0;          // ids [never_used_, end_page()) were never handed out
   uint32_t peak_used_ = 0;
 };
 

@@ -192,3 +192,87 @@ TEST_CASE("a pool is claimed by one owner at a time, and only while all its page
   }
   const PagePool::Claim last(pool, "last");
 }
+
+namespace {
+
+// The reference free list: every free id listed up front, lowest on top, a stack (what a pool was
+// before it stopped listing the ids it never handed out).
+struct ModelPool {
+  std::vector<PageId> free;
+  std::vector<uint32_t> count;
+  ModelPool(PageId first, uint32_t pages) : count(pages, 0) {
+    for (uint32_t i = 0; i < pages; ++i) free.push_back(first + pages - 1 - i);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("pages are handed out released-last first, then in id order, as a full free list would") {
+  for (const uint32_t capacity : {1u, 7u, 64u}) {
+    CAPTURE(capacity);
+    PagePool pool(KvLayout{1, 1, 8, 2, 4}, capacity);
+    ModelPool model(0, capacity);
+    std::vector<PageId> held;  // one entry per reference
+    uint64_t seed = capacity;
+    const auto next = [&](uint64_t n) {
+      seed = seed * 6364136223846793005u + 1442695040888963407u;
+      return (seed >> 33) % n;
+    };
+    for (int step = 0; step < 2000; ++step) {
+      const uint64_t what = next(4);
+      if (what <= 1) {  // allocate a few
+        const auto n = static_cast<uint32_t>(next(4));
+        std::vector<PageId> got;
+        const bool fits = n <= model.free.size();
+        REQUIRE(pool.allocate(n, got) == fits);
+        if (!fits) continue;
+        for (uint32_t i = 0; i < n; ++i) {
+          REQUIRE(got[i] == model.free.back());
+          model.count[got[i]] = 1;
+          model.free.pop_back();
+          held.push_back(got[i]);
+        }
+      } else if (!held.empty()) {  // retain or release a held page
+        const std::size_t k = next(held.size());
+        const PageId page = held[k];
+        if (what == 2) {
+          pool.retain(page);
+          ++model.count[page];
+          held.push_back(page);
+        } else {
+          pool.release(page);
+          if (--model.count[page] == 0) model.free.push_back(page);
+          held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
+        }
+      }
+      REQUIRE(pool.free_pages() == model.free.size());
+      for (PageId p = 0; p < capacity; ++p) REQUIRE(pool.refcount(p) == model.count[p]);
+    }
+  }
+}
+
+TEST_CASE("a pool that has handed out some pages splits off a partition of ids it never used") {
+  PagePool pool(KvLayout{1, 1, 8, 2, 4}, 8);
+  std::vector<PageId> got;
+  REQUIRE(pool.allocate(3, got));  // 0, 1, 2
+  pool.release(PageId{1});
+  CHECK_THROWS_AS(PagePool(pool, 3), std::logic_error);  // page 2 is in use
+  pool.release(std::vector<PageId>{0, 2});
+  {
+    PagePool part(pool, 5);  // ids 0..4: two released, three never handed out
+    CHECK(pool.free_pages() == 3);
+    std::vector<PageId> rest;
+    REQUIRE(pool.allocate(3, rest));
+    CHECK(rest == std::vector<PageId>{5, 6, 7});
+    std::vector<PageId> from_part;
+    REQUIRE(part.allocate(5, from_part));
+    CHECK(from_part == std::vector<PageId>{0, 1, 2, 3, 4});
+    part.release(from_part);
+    pool.release(rest);
+  }
+  // Back whole: the partition's ids came back last (0 to 4), on top of the parent's 5, 6, 7.
+  CHECK(pool.free_pages() == 8);
+  std::vector<PageId> all;
+  REQUIRE(pool.allocate(8, all));
+  CHECK(all == std::vector<PageId>{4, 3, 2, 1, 0, 7, 6, 5});
+}
