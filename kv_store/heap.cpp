@@ -9,6 +9,13 @@
 #include <cstring>
 #else
 #include <mimalloc.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <thread>
 #endif
 
 namespace radixkv::heap {
@@ -39,14 +46,103 @@ std::size_t usable_size(const void* memory) noexcept {
   return memory ? malloc_usable_size(const_cast<void*>(memory)) : 0;
 }
 std::string_view allocator_name() noexcept { return "system"; }
+bool reserve(std::size_t, FaultIn) { return false; }
+std::size_t reserved_bytes() noexcept { return 0; }
 
 #else
 
-void* allocate(std::size_t bytes) { return checked(mi_malloc(bytes), bytes); }
-void* allocate_zeroed(std::size_t count, std::size_t size) {
-  return checked(mi_calloc(count, size), count * size);
+namespace {
+
+// What allocate() has handed out in all (never less: frees are not subtracted, so with churn
+// the fault-in thread runs further ahead, never behind). Each thread adds its bytes once a MiB, so
+// that threads allocating at once do not share a cache line at every allocation.
+constexpr std::size_t kReportBytes = std::size_t{1} << 20;
+std::atomic<bool> counting{false};
+std::atomic<std::size_t> handed_out{0};
+thread_local std::size_t unreported = 0;
+
+void count(std::size_t bytes) noexcept {
+  if (!counting.load(std::memory_order_relaxed)) return;
+  unreported += bytes;
+  if (unreported < kReportBytes) return;
+  handed_out.fetch_add(unreported, std::memory_order_relaxed);
+  handed_out.notify_one();
+  unreported = 0;
+}
+
+// MADV_POPULATE_WRITE (Linux 5.14): faults a range in, writable, with no fault per page; pages
+// already there are left as they are, so it is safe on memory mimalloc has started to use.
+constexpr int kPopulateWrite = 23;
+constexpr std::size_t kFaultStep = std::size_t{2} << 20;
+// mimalloc finds a block's segment by masking its address, so an arena must start on a segment
+// boundary; 64 MiB is a multiple of the segment size of every mimalloc 2.x.
+constexpr std::size_t kArenaAlign = std::size_t{64} << 20;
+
+// Faults [start, start + size) in, front to back (mimalloc fills an arena from its start), staying
+// kReserveLead ahead of what allocate() has handed out since `base`. Stops at the end or at the
+// first refusal (out of memory, or a kernel without MADV_POPULATE_WRITE).
+void fault_in(char* start, std::size_t size, std::size_t base, FaultIn when) {
+  std::size_t done = 0;
+  while (done < size) {
+    const std::size_t seen = handed_out.load(std::memory_order_relaxed);
+    const std::size_t target =
+        when == FaultIn::kNow ? size : std::min(size, seen - base + kReserveLead);
+    for (; done < target; done += kFaultStep) {
+      if (madvise(start + done, std::min(kFaultStep, size - done), kPopulateWrite) != 0) return;
+    }
+    if (done < size) handed_out.wait(seen, std::memory_order_relaxed);
+  }
+}
+
+std::mutex reserve_lock;
+std::size_t reserved = 0;  // under reserve_lock
+
+}  // namespace
+
+bool reserve(std::size_t bytes, FaultIn when) {
+  const std::lock_guard lock(reserve_lock);
+  if (bytes <= reserved) return true;
+  const std::size_t size = (bytes - reserved + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  // Not MAP_NORESERVE: the system counts the mapping now, so a size it cannot back is refused
+  // here rather than when a page is first touched.
+  void* mapped =
+      mmap(nullptr, size + kArenaAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) return false;
+  const auto address = reinterpret_cast<std::uintptr_t>(mapped);
+  char* start = reinterpret_cast<char*>((address + kArenaAlign - 1) / kArenaAlign * kArenaAlign);
+  // Fresh anonymous memory: committed as far as mimalloc is concerned, and zero.
+  if (!mi_manage_os_memory(start, size, /*is_committed=*/true, /*is_large=*/false,
+                           /*is_zero=*/true, /*numa_node=*/-1)) {
+    munmap(mapped, size + kArenaAlign);
+    return false;
+  }
+  reserved += size;
+  counting.store(true, std::memory_order_relaxed);
+  const std::size_t base = handed_out.load(std::memory_order_relaxed);
+  if (when == FaultIn::kNow) {
+    fault_in(start, size, base, when);
+  } else {
+    // It outlives no one it uses: the mapping is never unmapped, and the counter is a global.
+    std::thread(fault_in, start, size, base, when).detach();
+  }
+  return true;
+}
+
+std::size_t reserved_bytes() noexcept {
+  const std::lock_guard lock(reserve_lock);
+  return reserved;
+}
+
+void* allocate(std::size_t bytes) {
+  count(bytes);
+  return checked(mi_malloc(bytes), bytes);
+}
+void* allocate_zeroed(std::size_t count_of, std::size_t size) {
+  count(count_of * size);
+  return checked(mi_calloc(count_of, size), count_of * size);
 }
 void* allocate_aligned_zeroed(std::size_t bytes, std::size_t alignment) {
+  count(bytes);
   return checked(mi_zalloc_aligned(bytes, alignment), bytes);
 }
 void release(void* memory) noexcept { mi_free(memory); }

@@ -122,9 +122,11 @@ class PagePool {
   // Lists the pages never handed out below the free list (as they would be handed out), so that
   // every free page is on it.
   void list_never_used();
-  struct ReleaseToHeap {
+  struct FreeCounts {
     void operator()(uint32_t* counts) const noexcept;
   };
+  // `pages` zero refcounts; throws std::bad_alloc when the memory is not there.
+  static std::unique_ptr<uint32_t[], FreeCounts> zeroed_counts(uint32_t pages);
 
   KvLayout layout_;
   uint64_t bytes_per_page_;
@@ -136,7 +138,7 @@ class PagePool {
   uint32_t lent_ = 0;           // ids [first_, first_ + lent_) went to partitions
   uint32_t partitions_ = 0;     // partitions alive
   bool claimed_ = false;
-  std::unique_ptr<uint32_t[], ReleaseToHeap> refcount_;  // by page - first_
+  std::unique_ptr<uint32_t[], FreeCounts> refcount_;  // by page - first_
   std::vector<PageId> free_list_;  // a stack: the page released last is handed out first
   PageId never_used_ = 0;          // ids [never_used_, end_page()) were never handed out
   uint32_t peak_used_ = 0;

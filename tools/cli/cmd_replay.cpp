@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "eviction/policy_registry.h"
+#include "kv_store/heap.h"
 #include "kv_store/page_pool.h"
 #include "tools/cli/activity.h"
 #include "tools/cli/budget.h"
@@ -406,6 +407,19 @@ Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions
   return read_trace(f.trace, read);
 }
 
+// The trees of the cells that run at once, faulted in ahead of use by a thread of their own
+// (kv_store/heap.h), when a core is left for that thread: with a cell on every core it would only
+// take turns with them.
+void reserve_tree_memory(const Trace& trace, const std::vector<CacheReplayConfig>& cells,
+                         const std::vector<std::size_t>& order, unsigned jobs) {
+  if (std::max(jobs, 1u) >= default_jobs()) return;
+  uint64_t bytes = 0;  // the largest `jobs` cells: the first ones to run
+  for (std::size_t k = 0; k < order.size() && k < std::max(jobs, 1u); ++k) {
+    bytes += tree_bytes_bound(trace, cells[order[k]]);
+  }
+  heap::reserve(static_cast<std::size_t>(std::min<uint64_t>(bytes, SIZE_MAX)));
+}
+
 std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& f,
                                          const ReplayPlan& plan, ProgressBar& progress,
                                          const ReplayHooks& hooks, remote::RemoteTier* remote) {
@@ -436,6 +450,10 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
   }
   std::vector<ReplayResult> results(cells.size());
   const unsigned jobs = static_cast<unsigned>(std::min<uint64_t>(f.jobs, cells.size()));
+  std::vector<uint64_t> work;
+  for (const CacheReplayConfig& cell : cells) work.push_back(expected_cell_work(trace, cell));
+  const std::vector<std::size_t> order = longest_first(work);
+  reserve_tree_memory(trace, cells, order, jobs);
   if (jobs <= 1) {
     for (std::size_t i = 0; i < cells.size(); ++i) {
       cells[i].progress = std::ref(progress);
@@ -460,10 +478,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
   }
   const Activity activity(fmt::format("replaying {} in cache mode ({} replays, {} at a time)",
                                       trace.source, cells.size(), jobs));
-  std::vector<uint64_t> work;
-  for (const CacheReplayConfig& cell : cells) work.push_back(expected_cell_work(trace, cell));
-  run_cells(longest_first(work), jobs,
-            [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
+  run_cells(order, jobs, [&](std::size_t i) { results[i] = replay_cache(trace, cells[i]); });
   for (ReplayResult& result : results) hooks.report(result);
   return results;
 }

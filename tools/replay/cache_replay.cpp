@@ -285,4 +285,13 @@ uint64_t expected_cell_work(const Trace& trace, const CacheReplayConfig& config)
   return std::min(config.capacity_pages, trace_pages) + std::min(host_pages, trace_pages);
 }
 
+uint64_t tree_bytes_bound(const Trace& trace, const CacheReplayConfig& config) {
+  if (config.layout.page_tokens == 0) return 0;
+  constexpr uint64_t kNodeShare = 48;  // a node is ~100 bytes, and most hold several pages
+  const uint64_t trace_pages = trace_pages_of(trace, config.layout.page_tokens).total;
+  const uint64_t per_page =
+      uint64_t{config.layout.page_tokens} * sizeof(TokenId) + sizeof(PageId) + kNodeShare;
+  return std::min(config.capacity_pages, trace_pages) * per_page;
+}
+
 }  // namespace radixkv::tools

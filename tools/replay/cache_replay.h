@@ -91,4 +91,10 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config);
 // per page than caching did).
 uint64_t expected_cell_work(const Trace& trace, const CacheReplayConfig& config);
 
+// About the most heap a replay's tree can take: the pages its cache can hold, cut to the trace's
+// prompt pages, times what the tree keeps per page (the page's tokens and id, and a share of a
+// node with its child slots). Far above what a trace with much repetition caches; meant for
+// heap::reserve, which faults memory in only as it is used.
+uint64_t tree_bytes_bound(const Trace& trace, const CacheReplayConfig& config);
+
 }  // namespace radixkv::tools
