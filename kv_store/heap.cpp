@@ -53,20 +53,20 @@ std::size_t reserved_bytes() noexcept { return 0; }
 
 namespace {
 
-// What allocate() has handed out in all (never less: frees are not subtracted, so with churn
-// the fault-in thread runs further ahead, never behind). Each thread adds its bytes once a MiB, so
-// that threads allocating at once do not share a cache line at every allocation.
-constexpr std::size_t kReportBytes = std::size_t{1} << 20;
+// Bytes allocated and not yet released (by mi_usable_size), counted once reserve() has been
+// called: what the fault-in thread stays ahead of. Each thread adds its changes once they reach a
+// MiB either way, so that threads allocating at once do not share a cache line at every call.
+constexpr int64_t kReportBytes = int64_t{1} << 20;
 std::atomic<bool> counting{false};
-std::atomic<std::size_t> handed_out{0};
-thread_local std::size_t unreported = 0;
+std::atomic<int64_t> live{0};
+thread_local int64_t unreported = 0;
 
-void count(std::size_t bytes) noexcept {
-  if (!counting.load(std::memory_order_relaxed)) return;
-  unreported += bytes;
-  if (unreported < kReportBytes) return;
-  handed_out.fetch_add(unreported, std::memory_order_relaxed);
-  handed_out.notify_one();
+void count(const void* memory, int64_t sign) noexcept {
+  if (memory == nullptr || !counting.load(std::memory_order_relaxed)) return;
+  unreported += sign * static_cast<int64_t>(mi_usable_size(memory));
+  if (unreported < kReportBytes && unreported > -kReportBytes) return;
+  live.fetch_add(unreported, std::memory_order_relaxed);
+  live.notify_one();
   unreported = 0;
 }
 
@@ -79,18 +79,19 @@ constexpr std::size_t kFaultStep = std::size_t{2} << 20;
 constexpr std::size_t kArenaAlign = std::size_t{64} << 20;
 
 // Faults [start, start + size) in, front to back (mimalloc fills an arena from its start), staying
-// kReserveLead ahead of what allocate() has handed out since `base`. Stops at the end or at the
-// first refusal (out of memory, or a kernel without MADV_POPULATE_WRITE).
-void fault_in(char* start, std::size_t size, std::size_t base, FaultIn when) {
+// kReserveLead ahead of the bytes live beyond `base` (those live when it was reserved). What it has
+// faulted in stays. Stops at the end or at the first refusal (out of memory, or a kernel without
+// MADV_POPULATE_WRITE).
+void fault_in(char* start, std::size_t size, int64_t base, FaultIn when) {
   std::size_t done = 0;
   while (done < size) {
-    const std::size_t seen = handed_out.load(std::memory_order_relaxed);
-    const std::size_t target =
-        when == FaultIn::kNow ? size : std::min(size, seen - base + kReserveLead);
+    const int64_t seen = live.load(std::memory_order_relaxed);
+    const auto grown = static_cast<std::size_t>(std::max<int64_t>(seen - base, 0));
+    const std::size_t target = when == FaultIn::kNow ? size : std::min(size, grown + kReserveLead);
     for (; done < target; done += kFaultStep) {
       if (madvise(start + done, std::min(kFaultStep, size - done), kPopulateWrite) != 0) return;
     }
-    if (done < size) handed_out.wait(seen, std::memory_order_relaxed);
+    if (done < size) live.wait(seen, std::memory_order_relaxed);
   }
 }
 
@@ -118,7 +119,7 @@ bool reserve(std::size_t bytes, FaultIn when) {
   }
   reserved += size;
   counting.store(true, std::memory_order_relaxed);
-  const std::size_t base = handed_out.load(std::memory_order_relaxed);
+  const int64_t base = live.load(std::memory_order_relaxed);
   if (when == FaultIn::kNow) {
     fault_in(start, size, base, when);
   } else {
@@ -134,18 +135,24 @@ std::size_t reserved_bytes() noexcept {
 }
 
 void* allocate(std::size_t bytes) {
-  count(bytes);
-  return checked(mi_malloc(bytes), bytes);
+  void* memory = checked(mi_malloc(bytes), bytes);
+  count(memory, +1);
+  return memory;
 }
 void* allocate_zeroed(std::size_t count_of, std::size_t size) {
-  count(count_of * size);
-  return checked(mi_calloc(count_of, size), count_of * size);
+  void* memory = checked(mi_calloc(count_of, size), count_of * size);
+  count(memory, +1);
+  return memory;
 }
 void* allocate_aligned_zeroed(std::size_t bytes, std::size_t alignment) {
-  count(bytes);
-  return checked(mi_zalloc_aligned(bytes, alignment), bytes);
+  void* memory = checked(mi_zalloc_aligned(bytes, alignment), bytes);
+  count(memory, +1);
+  return memory;
 }
-void release(void* memory) noexcept { mi_free(memory); }
+void release(void* memory) noexcept {
+  count(memory, -1);
+  mi_free(memory);
+}
 std::size_t usable_size(const void* memory) noexcept { return mi_usable_size(memory); }
 std::string_view allocator_name() noexcept { return "mimalloc"; }
 

@@ -38,7 +38,7 @@ std::string_view allocator_name() noexcept;
 // the VMs radixkv is measured on), so a tree of 10^6 pages stops ~50,000 times to fault. reserve()
 // maps `bytes` up front and gives them to mimalloc as an arena (mimalloc takes memory from its
 // arenas before asking the system), and a thread of its own faults them in ahead of use, about
-// kReserveLead bytes ahead of what allocate() has handed out in all, so the threads that build
+// kReserveLead bytes ahead of the bytes allocated and not yet released, so the threads that build
 // trees find their memory already there, and memory nobody asks for is not faulted in at all.
 // For programs that know they are about to build large trees and have a core to spare (the
 // replay tool): the mapping is the process's until it ends (mimalloc never gives an arena back),
@@ -47,7 +47,7 @@ std::string_view allocator_name() noexcept;
 // then leaves later allocations to fail as they would have; mimalloc has no room for another
 // arena; a sanitizer build, which uses the system allocator); true when at least `bytes` are
 // reserved. Thread-safe.
-inline constexpr std::size_t kReserveLead = std::size_t{32} << 20;
+inline constexpr std::size_t kReserveLead = std::size_t{16} << 20;
 enum class FaultIn { kAhead, kNow };  // kNow: all of it before returning (tests)
 bool reserve(std::size_t bytes, FaultIn when = FaultIn::kAhead);
 // Bytes reserve() has set aside in this process so far.

@@ -4,8 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <thread>
 #include <vector>
 
 #include "kv_store/heap.h"
@@ -20,6 +24,14 @@ long thread_faults() {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);
   return usage.ru_minflt;
+}
+
+// Resident bytes of the process (/proc/self/statm).
+long resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
 }
 
 // Faults taken while `blocks` tree-sized blocks are allocated and written, then freed.
@@ -57,4 +69,19 @@ TEST_CASE("reserve: what a tree allocates afterwards is already faulted in") {
   // The reservation only grows: asking for less sets nothing more aside.
   REQUIRE(heap::reserve(bytes / 2));
   CHECK(heap::reserved_bytes() == bytes);
+
+  // Ahead of use, not all at once: 384 MiB more, with nothing allocated, gets about kReserveLead
+  // faulted in by the thread (waited for up to 10 s on a busy machine), and no more.
+  const long before = resident_bytes();
+  REQUIRE(heap::reserve(bytes * 4));
+  CHECK(heap::reserved_bytes() == bytes * 4);
+  const auto lead = static_cast<long>(heap::kReserveLead);
+  for (int wait = 0; wait < 1000 && resident_bytes() - before < lead / 2; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // time to overrun, were it to
+  const long grown = resident_bytes() - before;
+  CAPTURE(grown);
+  CHECK(grown >= lead / 2);
+  CHECK(grown < 2 * lead);
 }
