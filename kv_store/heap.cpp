@@ -72,7 +72,6 @@ void count(const void* memory, int64_t sign) noexcept {
 
 // MADV_POPULATE_WRITE (Linux 5.14): faults a range in, writable, with no fault per page; pages
 // already there are left as they are, so it is safe on memory mimalloc has started to use.
-constexpr int kPopulateWrite = 23;
 constexpr std::size_t kFaultStep = std::size_t{2} << 20;
 // mimalloc finds a block's segment by masking its address, so an arena must start on a segment
 // boundary; 64 MiB is a multiple of the segment size of every mimalloc 2.x.
@@ -89,7 +88,8 @@ void fault_in(char* start, std::size_t size, int64_t base, FaultIn when) {
     const auto grown = static_cast<std::size_t>(std::max<int64_t>(seen - base, 0));
     const std::size_t target = when == FaultIn::kNow ? size : std::min(size, grown + kReserveLead);
     for (; done < target; done += kFaultStep) {
-      if (madvise(start + done, std::min(kFaultStep, size - done), kPopulateWrite) != 0) return;
+      if (madvise(start + done, std::min(kFaultStep, size - done), MADV_POPULATE_WRITE) != 0)
+        return;
     }
     if (done < size) live.wait(seen, std::memory_order_relaxed);
   }
