@@ -1,17 +1,19 @@
 // LruPolicy: evicts the leaf whose last access is oldest.
 //
-// Entries are ordered by rank = their last_access as of their latest (re-)link. An access stamps
-// the newest tick, so re-linking a touched entry is an insert at the end (O(1) amortised), and
-// the victim is the first entry (O(1)). A parent that becomes a leaf after its last child is
-// evicted keeps its own, older stamp and goes where that stamp belongs (O(log n)): exact LRU, with
-// no heap to rebuild (SGLang rebuilt one on every eviction call).
+// rank = the entry's last_access as of its latest (re-)link; equal ranks leave in link order.
+// An access stamps the newest tick, so a touched entry is re-linked at the back of
+// RankQueuePolicy's queue (O(1)), and the victim is its front (O(1)). A parent that becomes a leaf
+// after its last child is evicted keeps its own, older stamp, and so does a leaf unpinned after
+// its request: they go where that stamp belongs, in the ordered set beside the queue
+// (O(log n) in the entries linked out of order): exact LRU, with no heap to rebuild (SGLang
+// rebuilt one on every eviction call).
 #pragma once
 
-#include "eviction/ordered_policy.h"
+#include "eviction/rank_queue_policy.h"
 
 namespace radixkv {
 
-class LruPolicy final : public OrderedPolicy<ByRank> {
+class LruPolicy final : public RankQueuePolicy {
  public:
   std::string_view name() const override { return "lru"; }
   void add(EvictionEntry& entry) override {
@@ -20,9 +22,8 @@ class LruPolicy final : public OrderedPolicy<ByRank> {
   }
   void on_access(EvictionEntry& entry, const AccessHint&) override {
     if (!contains(entry)) return;
-    // The stamp is the newest, so the end is the right place and the hint makes it O(1) amortised.
-    relink(
-        entry, [](EvictionEntry& e) { e.rank = e.last_access; }, /*at_end=*/true);
+    remove(entry);
+    add(entry);
   }
 };
 

@@ -2,7 +2,7 @@
 # the policies driven through the radix tree.
 radixkv_add_test(test_policies
   SOURCES test_policies.cpp test_policies_ordering.cpp test_policies_reuse.cpp
-    test_policies_tree.cpp
+    test_policies_tree.cpp test_policies_rank_queue.cpp
   LIBS radixkv_radix)
 
 # The offline bound (tools/replay/belady_policy.h) against a naive MIN and against every policy on

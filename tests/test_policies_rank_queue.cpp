@@ -1,0 +1,260 @@
+// LRU and FIFO keep their order in a queue of the entries linked in rank order plus an ordered set
+// of the ones linked out of order (eviction/rank_queue_policy.h). Here both containers fill, equal
+// ranks fall on both sides, and the naive reference model (tests/policy_models.h) names every
+// victim; the look-ahead (next_victim_after) is checked against the victims that follow.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <vector>
+
+#include "eviction/fifo_policy.h"
+#include "eviction/lru_policy.h"
+#include "tests/policy_models.h"
+
+using namespace radixkv;
+using radixkv::testing::FifoModel;
+using radixkv::testing::LruModel;
+using radixkv::testing::ModelEntry;
+
+namespace {
+
+// One entry as the policy sees it and as its model does, with the same facts.
+struct Twin {
+  EvictionEntry real;
+  ModelEntry model;
+};
+
+// How often each path of the policy decided a victim: the test fails if a run missed one.
+struct Coverage {
+  uint64_t from_queue = 0;    // the victim was at the front of the queue
+  uint64_t from_late = 0;     // the victim had been linked out of order
+  uint64_t ties_across = 0;   // another linked entry of the other container had the same rank
+  uint64_t looked_ahead = 0;  // victims named by next_victim_after and then checked
+};
+
+// kKey: the fact the policy ranks by (LRU: last_access; FIFO: inserted_at).
+template <typename Policy, typename Model, uint64_t EvictionEntry::*kKey>
+class Driver {
+ public:
+  explicit Driver(uint64_t seed) : rng_(seed) {}
+
+  void run(int ops) {
+    for (int op = 0; op < ops; ++op) {
+      const int choice = static_cast<int>(rng_() % 100);
+      if (twins_.size() < 8 || choice < 20) {
+        create();
+      } else if (choice < 40) {
+        touch_path();
+      } else if (choice < 65) {
+        link_unlinked();
+      } else if (choice < 75) {
+        unlink_random();
+      } else {
+        evict_run();
+      }
+      REQUIRE(policy_.size() == model_.size());
+    }
+    while (policy_.size() > 0) evict_run();
+    CHECK(model_.size() == 0);
+  }
+  const Coverage& coverage() const { return coverage_; }
+
+ private:
+  // New entries as the tree makes them: created at the clock, touched, then linked; sometimes
+  // two or three with the same creation time (a split's upper node keeps its node's). Past 48
+  // entries an unlinked one is reused as a new one (the old one erased).
+  void create() {
+    const uint64_t created = clock_;
+    for (uint64_t k = rng_() % 3 == 0 ? 2 + rng_() % 2 : 1; k > 0; --k) {
+      Twin* t = nullptr;
+      if (twins_.size() < 48) {
+        t = &twins_.emplace_back();
+      } else {
+        for (int tries = 0; t == nullptr && tries < 8; ++tries) {
+          Twin& candidate = twins_[rng_() % twins_.size()];
+          if (!candidate.model.linked) t = &candidate;
+        }
+        if (t == nullptr) return;
+        t->real.hits = t->model.hits = 0;
+      }
+      t->real.inserted_at = t->model.inserted_at = created;
+      stamp(*t, ++clock_);
+      policy_.add(t->real);
+      model_.add(t->model);
+    }
+  }
+  // One access along a path: up to 4 entries stamped with the same tick, linked or not.
+  void touch_path() {
+    const uint64_t tick = ++clock_;
+    for (uint64_t k = 1 + rng_() % 4; k > 0; --k) {
+      Twin& t = twins_[rng_() % twins_.size()];
+      stamp(t, tick);
+      policy_.on_access(t.real, AccessHint{});
+      model_.on_access(t.model, AccessHint{});
+    }
+  }
+  // A leaf unpinned after its request, or a parent that became a leaf: its stamp may be old.
+  // Half the time the one ranked last, which entries of the queue may tie with.
+  void link_unlinked() {
+    Twin* chosen = nullptr;
+    if (rng_() % 2 == 0) {
+      for (Twin& t : twins_) {
+        if (!t.model.linked && (chosen == nullptr || t.real.*kKey >= chosen->real.*kKey)) {
+          chosen = &t;
+        }
+      }
+    }
+    for (int tries = 0; chosen == nullptr && tries < 8; ++tries) {
+      Twin& t = twins_[rng_() % twins_.size()];
+      if (!t.model.linked) chosen = &t;
+    }
+    if (chosen == nullptr) return;
+    // Sometimes a request touches a linked entry first, so that the queue's back ranks after it.
+    if (rng_() % 2 == 0) {
+      for (int tries = 0; tries < 8; ++tries) {
+        Twin& t = twins_[rng_() % twins_.size()];
+        if (!t.model.linked) continue;
+        stamp(t, ++clock_);
+        policy_.on_access(t.real, AccessHint{});
+        model_.on_access(t.model, AccessHint{});
+        break;
+      }
+    }
+    REQUIRE_FALSE(policy_.contains(chosen->real));
+    policy_.add(chosen->real);
+    model_.add(chosen->model);
+  }
+  void unlink_random() {
+    for (int tries = 0; tries < 8; ++tries) {
+      Twin& t = twins_[rng_() % twins_.size()];
+      if (!t.model.linked) continue;
+      REQUIRE(policy_.contains(t.real));
+      policy_.remove(t.real);
+      model_.remove(t.model);
+      return;
+    }
+  }
+  // Evicts up to 8 victims in turn, as evict_pages does, after naming them all ahead.
+  void evict_run() {
+    EvictionEntry* first = policy_.victim();
+    if (first == nullptr) {
+      REQUIRE(model_.victim() == nullptr);
+      return;
+    }
+    std::vector<const EvictionEntry*> ahead = {first};
+    const size_t want = std::min<size_t>(1 + rng_() % 8, policy_.size());
+    while (ahead.size() < want) {
+      const EvictionEntry* next = policy_.next_victim_after(*ahead.back());
+      REQUIRE(next != nullptr);  // every entry here is within the scan limit
+      ahead.push_back(next);
+    }
+    for (const EvictionEntry* expected : ahead) {
+      EvictionEntry* victim = policy_.victim();
+      REQUIRE(victim == expected);
+      ModelEntry* modelled = model_.victim();
+      REQUIRE(modelled != nullptr);
+      REQUIRE(victim == &twin_of(*modelled).real);
+      count_decision(*victim);
+      policy_.remove(*victim);
+      model_.remove(*modelled);
+    }
+    coverage_.looked_ahead += ahead.size() - 1;
+  }
+
+  void stamp(Twin& t, uint64_t tick) {
+    t.real.last_access = t.model.last_access = tick;
+    ++t.real.hits;
+    ++t.model.hits;
+  }
+  Twin& twin_of(const ModelEntry& modelled) {
+    const auto it = std::find_if(twins_.begin(), twins_.end(),
+                                 [&](const Twin& t) { return &t.model == &modelled; });
+    REQUIRE(it != twins_.end());
+    return *it;
+  }
+  void count_decision(const EvictionEntry& victim) {
+    const bool late = victim.set_hook.is_linked();
+    ++(late ? coverage_.from_late : coverage_.from_queue);
+    for (const Twin& t : twins_) {
+      if (&t.real != &victim && policy_.contains(t.real) && t.real.rank == victim.rank &&
+          t.real.set_hook.is_linked() != late) {
+        ++coverage_.ties_across;
+        return;
+      }
+    }
+  }
+
+  std::mt19937_64 rng_;
+  // Few (48), so that paths often share a tick with entries linked elsewhere.
+  std::deque<Twin> twins_;  // declared first: outlives the policy that links its entries
+  Policy policy_;
+  Model model_;
+  uint64_t clock_ = 0;
+  Coverage coverage_;
+};
+
+template <typename Policy, typename Model, uint64_t EvictionEntry::*kKey>
+void agrees_with_model(uint64_t seed) {
+  Driver<Policy, Model, kKey> driver(seed);
+  driver.run(20000);
+  const Coverage& c = driver.coverage();
+  INFO("from queue ", c.from_queue, ", from late ", c.from_late, ", ties across ", c.ties_across,
+       ", looked ahead ", c.looked_ahead);
+  CHECK(c.from_queue > 500);
+  CHECK(c.from_late > 500);
+  CHECK(c.ties_across > 50);
+  CHECK(c.looked_ahead > 1000);
+}
+
+}  // namespace
+
+TEST_CASE("lru: entries linked out of order interleave with appended ones as the model says") {
+  for (uint64_t seed : {1, 2, 3})
+    agrees_with_model<LruPolicy, LruModel, &EvictionEntry::last_access>(seed);
+}
+
+TEST_CASE("fifo: entries linked out of order interleave with appended ones as the model says") {
+  for (uint64_t seed : {1, 2, 3})
+    agrees_with_model<FifoPolicy, FifoModel, &EvictionEntry::inserted_at>(seed);
+}
+
+TEST_CASE("lru: equal stamps across the queue and the late set leave in link order") {
+  // Worked by hand: a, b, c share tick 1 (one path); b is unpinned later with that old stamp after
+  // d (tick 2) was appended, so b goes to the late set and ties with a and c in the queue.
+  EvictionEntry a, b, c, d, e, f, g;  // declared first: outlive the policy that links them
+  LruPolicy policy;
+  for (EvictionEntry* e : {&a, &b, &c}) e->last_access = 1;
+  d.last_access = 2;
+  policy.add(a);
+  policy.add(c);
+  policy.add(d);
+  policy.add(b);
+  CHECK(policy.late_size() == 1);
+  // Order: a, c (queue, rank 1, linked first), b (late, rank 1), d (queue, rank 2).
+  CHECK(policy.next_victim_after(a) == &c);
+  CHECK(policy.next_victim_after(c) == &b);
+  CHECK(policy.next_victim_after(b) == &d);
+  CHECK(policy.next_victim_after(d) == nullptr);
+  for (EvictionEntry* expected : {&a, &c, &b, &d}) {
+    REQUIRE(policy.victim() == expected);
+    policy.remove(*expected);
+  }
+  CHECK(policy.victim() == nullptr);
+  // A rank equal to the late set's largest goes after it, into the late set too, even when the
+  // queue's back no longer ranks after it.
+  e.last_access = 5;
+  f.last_access = 3;
+  policy.add(e);  // queue
+  policy.add(f);  // late: older than the queue's back
+  policy.remove(e);
+  g.last_access = 3;
+  policy.add(g);  // the queue is empty, but g ties with f and came after it: late
+  CHECK(policy.late_size() == 2);
+  policy.add(e);  // queue again
+  for (EvictionEntry* expected : {&f, &g, &e}) {
+    REQUIRE(policy.victim() == expected);
+    policy.remove(*expected);
+  }
+}
