@@ -39,24 +39,32 @@ struct EvictionEntry {
   using SetHook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;
   using ListHook = boost::intrusive::list_member_hook<>;
 
+  // The fields are in the order of use: the hooks, `pages` and `rank` fill the first 64 bytes,
+  // which is all of the entry that naming and unlinking a victim reads (the radix tree adds the
+  // fields it needs to free a node in its own last line: radix/radix_node.h).
+
   // Hooks: ordered policies (LRU, LFU, priority, cost-aware) use set_hook, queue policies
-  // (FIFO, SLRU, SIEVE, S3-FIFO) use list_hook.
+  // (FIFO, SLRU, SIEVE, S3-FIFO) use list_hook; LRU and FIFO use both (one at a time).
   SetHook set_hook;
   ListHook list_hook;
 
   // Facts kept by the owner.
-  uint64_t last_access = 0;   // logical clock of the last access (one tick per tree operation)
-  uint64_t inserted_at = 0;   // logical clock of creation
-  uint64_t hits = 0;          // accesses since creation
   uint32_t pages = 0;         // pages the entry holds now: its charge
   uint32_t prefix_pages = 0;  // pages on its path above it (deeper entries save longer prefills)
+
+  // Policy-owned: an ordered policy keys on these (and score, segment below), never on the facts,
+  // which the owner rewrites just before on_access() while the entry may still be linked.
+  uint64_t rank = 0;
+
+  // More facts kept by the owner.
+  uint64_t last_access = 0;  // logical clock of the last access (one tick per tree operation)
+  uint64_t inserted_at = 0;  // logical clock of creation
+  uint64_t hits = 0;         // accesses since creation
   int32_t priority = kDefaultPriority;  // priority of the latest access
   uint32_t output_tokens = 0;           // AccessHint::output_tokens of the latest access
   double last_access_s = 0.0;           // AccessHint::now of the latest access (seconds)
 
-  // Policy-owned: an ordered policy keys on these, never on the facts above, which the owner
-  // rewrites just before on_access() while the entry may still be linked.
-  uint64_t rank = 0;
+  // Policy-owned as well.
   double score = 0.0;
   double stamp = 0.0;  // a time the policy remembers (reuse: its previous access)
   uint8_t segment = 0;

@@ -86,13 +86,17 @@ class RadixNode : public EvictionEntry {
   // host only), and host_only_ fills EvictionEntry's tail padding; arrays are sized by the edge
   // they were made for (edges only shrink); the namespace lives in the root only, where no
   // first-page hash is needed. A tree without a host tier never touches host_only_ or host_.
+  // Lines: evicting a leaf reads its first (the policy's hooks, pages, rank: eviction_entry.h) and
+  // its last, which holds everything freeing it needs (arrays, parent, host part, first-page
+  // hash, child table); the counts below serve locking and the parent's side of an eviction, so
+  // they sit in the middle line with the access facts.
   uint32_t host_only_ = 0;
-  TokenId* tokens_ = nullptr;  // the edge's tokens when the node was made, from kv_store/heap.h
-  PageId* pages_ = nullptr;    // as many device page ids, from kv_store/heap.h
-  RadixNode* parent_ = nullptr;
-  HostPart* host_ = nullptr;  // from kv_store/heap.h, or none
   uint32_t lock_count_ = 0;
   uint32_t device_children_ = 0;  // children holding at least one device page
+  TokenId* tokens_ = nullptr;     // the edge's tokens when the node was made, from kv_store/heap.h
+  PageId* pages_ = nullptr;       // as many device page ids, from kv_store/heap.h
+  RadixNode* parent_ = nullptr;
+  HostPart* host_ = nullptr;  // from kv_store/heap.h, or none
   union {
     uint64_t first_page_hash_ = 0;  // every node but a root
     Namespace ns_;                  // a root
