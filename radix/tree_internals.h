@@ -92,21 +92,19 @@ class RadixTree::EventBuffer {
 // (EvictionPolicy::next_victim_after), so that the memory each one touches is on its way while
 // the ones before it are freed. In a tree far larger than the cache every victim costs a row of
 // misses: two lines of its node, its page and token arrays (the frees write into them), its
-// page's refcount in
-// the pool and its slot in the parent's child table (a random slot of a large table). Taken one
-// victim at a time they add up; fetched ahead they overlap. Staged by what each fetch needs: a
-// victim's node kDepth victims ahead, what its node points to two ahead (the node is there by
-// then), its page's refcount one ahead (the page array is there by then).
-// Only a hint: a victim the lookahead did not foresee (a parent that just became a leaf and ranks
-// first) starts it again, and nothing is decided from it. Off while fewer than kMinLeaves leaves
-// are evictable: their nodes fit in the caches, and looking ahead would only add its own cost
-// (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md).
-// Every fetch helper here and below (ChildTable::prefetch, PagePool::prefetch) is always inlined:
-// g++ 12's pure-const analysis finds a function that only calls __builtin_prefetch "pure", and
-// dead-code elimination then deletes the calls to it. Which calls survived depended on inlining
-// heuristics (a two-line change to ChildTable::prefetch lost the array and slot fetches, and
-// BM_Evict at 10^6 leaves went from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages
-// shows eight prefetch instructions.
+// page's refcount in the pool and its slot in the parent's child table (a random slot of a large
+// table). Taken one victim at a time they add up; fetched ahead they overlap. Staged by what each
+// fetch needs: a victim's node kDepth victims ahead, what its node points to two ahead (the node is
+// there by then), its page's refcount one ahead (the page array is there by then). Only a hint: a
+// victim the lookahead did not foresee (a parent that just became a leaf and ranks first) starts it
+// again, and nothing is decided from it. Off while fewer than kMinLeaves leaves are evictable:
+// their nodes fit in the caches, and looking ahead would only add its own cost (BM_Evict with 2 MiB
+// pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md). Every fetch helper here
+// and below (ChildTable::prefetch, PagePool::prefetch) is always inlined: g++ 12's pure-const
+// analysis finds a function that only calls __builtin_prefetch "pure", and dead-code elimination
+// then deletes the calls to it. Which calls survived depended on inlining heuristics (a two-line
+// change to ChildTable::prefetch lost the array and slot fetches, and BM_Evict at 10^6 leaves went
+// from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages shows eight prefetch instructions.
 class RadixTree::VictimLookahead {
  public:
   static constexpr size_t kMinLeaves = 32768;
