@@ -46,10 +46,13 @@ remote::RemoteTierConfig tier_config(bool write_through = false) {
 }
 
 std::unique_ptr<remote::RemoteTier> make_tier(MemoryStore::Shared& shared,
-                                              bool write_through = false) {
+                                              const remote::RemoteTierConfig& config) {
   return std::make_unique<remote::RemoteTier>(std::make_unique<MemoryStore>(shared),
-                                              std::make_unique<MemoryStore>(shared),
-                                              tier_config(write_through));
+                                              std::make_unique<MemoryStore>(shared), config);
+}
+std::unique_ptr<remote::RemoteTier> make_tier(MemoryStore::Shared& shared,
+                                              bool write_through = false) {
+  return make_tier(shared, tier_config(write_through));
 }
 
 // What the "model" computed for page i of `tokens` in namespace ns: bytes that depend on the
@@ -88,11 +91,12 @@ bool holds_content(PagePool& pool, PageId page, Namespace ns, const std::vector<
 // A runtime over host-memory pools with a host tier whose copier defers copies until told, and a
 // remote tier over an in-memory store.
 struct StagedRuntime {
-  explicit StagedRuntime(uint32_t device_pages = 32, uint32_t host_pages = 16, bool deferred = true)
+  explicit StagedRuntime(uint32_t device_pages = 32, uint32_t host_pages = 16, bool deferred = true,
+                         const remote::RemoteTierConfig& config = tier_config())
       : pool(kLayout, device_pages, make_host_backend()),
         host(kLayout, host_pages, make_host_backend()),
         copier(deferred),
-        tier(make_tier(shared)),
+        tier(make_tier(shared, config)),
         runtime(pool, {0, 1.0, 1.0}, tiers()) {}
 
   TierConfig tiers() {
@@ -240,39 +244,29 @@ TEST_CASE("remote through the host tier: a sequence ended before its load leaks 
 // write the page's old bytes back under its key, over the good value (write-through that does not
 // remember loaded pages makes inserted() write them again).
 TEST_CASE("remote through the host tier: a page still loading is written only once it arrives") {
-  MemoryStore::Shared shared;
-  PagePool pool(kLayout, 32, make_host_backend());
-  PagePool host(kLayout, 16, make_host_backend());
-  TestCopier copier(/*deferred=*/true);
   remote::RemoteTierConfig config = tier_config(/*write_through=*/true);
   config.known_pages = 0;
-  remote::RemoteTier tier(std::make_unique<MemoryStore>(shared),
-                          std::make_unique<MemoryStore>(shared), config);
-  TierConfig tiers;
-  tiers.host.pool = &host;
-  tiers.host.copier = &copier;
-  tiers.remote = &tier;
-  PrefixCacheRuntime runtime(pool, {0, 1.0, 1.0}, tiers);
+  StagedRuntime f(32, 16, /*deferred=*/true, config);
 
   const std::vector<TokenId> prompt = iota_tokens(3 * P + 1, 800);
-  store_pages(shared, 0, prompt, 3);
+  store_pages(f.shared, 0, prompt, 3);
   const std::map<std::string, std::string> stored = [&] {
-    std::lock_guard lock(shared.mutex);
-    return shared.values;
+    std::lock_guard lock(f.shared.mutex);
+    return f.shared.values;
   }();
-  const AdmitResult r = runtime.admit({1, 0, prompt});
+  const AdmitResult r = f.runtime.admit({1, 0, prompt});
   REQUIRE(r.ok());
   REQUIRE(r.remote_hit_tokens == 3 * P);
-  CHECK(copier.pending() == 0);  // inserting the pages waited for their copy
-  for (uint32_t i = 0; i < 3; ++i) CHECK(holds_content(pool, r.block_table[i], 0, prompt, i));
-  tier.drain();
-  CHECK(tier.stats().queued_pages == 3);  // written again (nothing remembered), with their bytes
+  CHECK(f.copier.pending() == 0);  // inserting the pages waited for their copy
+  for (uint32_t i = 0; i < 3; ++i) CHECK(holds_content(f.pool, r.block_table[i], 0, prompt, i));
+  f.tier->drain();
+  CHECK(f.tier->stats().queued_pages == 3);  // written again (nothing remembered), with their bytes
   {
-    std::lock_guard lock(shared.mutex);
-    for (const auto& [key, value] : stored) CHECK(shared.values.at(key) == value);
+    std::lock_guard lock(f.shared.mutex);
+    for (const auto& [key, value] : stored) CHECK(f.shared.values.at(key) == value);
   }
-  runtime.finish(r.seq);
-  runtime.check_accounting();
+  f.runtime.finish(r.seq);
+  f.runtime.check_accounting();
 }
 
 TEST_CASE("remote through the host tier: no host page to stage in is a miss, counted") {

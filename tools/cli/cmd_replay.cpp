@@ -412,9 +412,10 @@ Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions
 // take turns with them.
 void reserve_tree_memory(const Trace& trace, const std::vector<CacheReplayConfig>& cells,
                          const std::vector<std::size_t>& order, unsigned jobs) {
-  if (std::max(jobs, 1u) >= default_jobs()) return;
-  uint64_t bytes = 0;  // the largest `jobs` cells: the first ones to run
-  for (std::size_t k = 0; k < order.size() && k < std::max(jobs, 1u); ++k) {
+  const unsigned at_once = std::max(jobs, 1u);
+  if (at_once >= default_jobs()) return;
+  uint64_t bytes = 0;  // the largest `at_once` cells: the first ones to run
+  for (std::size_t k = 0; k < order.size() && k < at_once; ++k) {
     bytes += tree_bytes_bound(trace, cells[order[k]]);
   }
   heap::reserve(static_cast<std::size_t>(std::min<uint64_t>(bytes, SIZE_MAX)));

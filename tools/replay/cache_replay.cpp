@@ -60,14 +60,18 @@ TracePages trace_pages_of(const Trace& trace, uint32_t page_tokens) {
   return pages;
 }
 
+// The pages the device cache can hold, cut to the trace's prompt pages (above).
+uint64_t cacheable_pages(const Trace& trace, const CacheReplayConfig& config) {
+  return std::min(config.capacity_pages, trace_pages_of(trace, config.layout.page_tokens).total);
+}
+
 uint64_t pool_pages_for(const Trace& trace, const CacheReplayConfig& config) {
   if (config.capacity_pages == 0 || config.capacity_pages >= kInvalidPage) {
     throw std::invalid_argument(fmt::format("cache capacity must be between 1 and {} pages, got {}",
                                             kInvalidPage - 1, config.capacity_pages));
   }
   config.host.validate();
-  const uint64_t trace_pages = trace_pages_of(trace, config.layout.page_tokens).total;
-  return std::clamp<uint64_t>(trace_pages, 1, config.capacity_pages);
+  return std::max<uint64_t>(cacheable_pages(trace, config), 1);
 }
 
 // One replay: the pool, the tree over it, the budget's watermarks, and the running result.
@@ -280,18 +284,17 @@ ReplayResult replay_cache(const Trace& trace, const CacheReplayConfig& config) {
 
 uint64_t expected_cell_work(const Trace& trace, const CacheReplayConfig& config) {
   if (config.layout.page_tokens == 0) return 0;  // the replay itself says what is wrong
-  const uint64_t trace_pages = trace_pages_of(trace, config.layout.page_tokens).total;
+  const TracePages pages = trace_pages_of(trace, config.layout.page_tokens);
   const uint64_t host_pages = config.host.enabled() ? config.host.capacity_pages : 0;
-  return std::min(config.capacity_pages, trace_pages) + std::min(host_pages, trace_pages);
+  return std::min(config.capacity_pages, pages.total) + std::min(host_pages, pages.total);
 }
 
 uint64_t tree_bytes_bound(const Trace& trace, const CacheReplayConfig& config) {
   if (config.layout.page_tokens == 0) return 0;
   constexpr uint64_t kNodeShare = 48;  // a node is ~100 bytes, and most hold several pages
-  const uint64_t trace_pages = trace_pages_of(trace, config.layout.page_tokens).total;
   const uint64_t per_page =
       uint64_t{config.layout.page_tokens} * sizeof(TokenId) + sizeof(PageId) + kNodeShare;
-  return std::min(config.capacity_pages, trace_pages) * per_page;
+  return cacheable_pages(trace, config) * per_page;
 }
 
 }  // namespace radixkv::tools
