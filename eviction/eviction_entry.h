@@ -1,12 +1,13 @@
 // EvictionEntry: the part of a cached item that eviction policies see.
 //
-// Like CacheLib's MMContainers, policies keep no side tables: they link entries through hooks that
-// live inside the entry, so adding, removing and touching never allocates. The owner of the
+// Like CacheLib's MMContainers, policies link entries through hooks that live inside the entry, so
+// adding, removing and touching never allocates; the one side table is LRU and FIFO's ring of
+// entry pointers (eviction/rank_queue_policy.h), which grows amortised and, when memory is short,
+// links the entry through its hook instead: no policy operation throws. The owner of the
 // entries (the radix tree) fills in the facts below; a policy reads them and may use the
 // policy-owned fields however it likes. An entry is linked into at most one policy at a time.
 #pragma once
 
-#include <boost/intrusive/list_hook.hpp>
 #include <boost/intrusive/set_hook.hpp>
 
 #include <cstdint>
@@ -37,16 +38,16 @@ struct AccessHint {
 
 struct EvictionEntry {
   using SetHook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;
-  using ListHook = boost::intrusive::list_member_hook<>;
 
-  // The fields are in the order of use: the hooks, `pages` and `rank` fill the first 64 bytes,
-  // which is all of the entry that naming and unlinking a victim reads (the radix tree adds the
-  // fields it needs to free a node in its own last line: radix/radix_node.h).
+  // The fields are in the order of use: the hook, the queue position, `pages` and `rank` fill
+  // the first 64 bytes, which is all of the entry that naming and unlinking a victim reads (the
+  // radix tree adds the fields it needs to free a node in its own last line: radix/radix_node.h).
 
-  // Hooks: ordered policies (LRU, LFU, priority, cost-aware) use set_hook, queue policies
-  // (FIFO, SLRU, SIEVE, S3-FIFO) use list_hook; LRU and FIFO use both (one at a time).
+  // Policy-owned links: ordered policies (LFU, priority, cost-aware, SIEVE, ...) use set_hook;
+  // LRU and FIFO keep an entry either in a ring, at queue_position (0: not there), or in a set
+  // through set_hook (eviction/rank_queue_policy.h).
   SetHook set_hook;
-  ListHook list_hook;
+  uint64_t queue_position = 0;
 
   // Facts kept by the owner.
   uint32_t pages = 0;         // pages the entry holds now: its charge

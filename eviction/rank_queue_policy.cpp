@@ -1,6 +1,8 @@
 #include "eviction/rank_queue_policy.h"
 
+#include <algorithm>
 #include <iterator>
+#include <new>
 
 namespace radixkv {
 
@@ -17,40 +19,93 @@ const EvictionEntry* earlier(const EvictionEntry* queued, const EvictionEntry* l
 }  // namespace
 
 RankQueuePolicy::~RankQueuePolicy() {
-  queue_.clear();
+  for (uint64_t p = head_; p < tail_; ++p) {
+    if (EvictionEntry* entry = slot(p)) entry->queue_position = 0;
+  }
   late_.clear();
 }
 
 void RankQueuePolicy::link(EvictionEntry& entry) {
-  const bool in_order = (queue_.empty() || entry.rank >= queue_.back().rank) &&
+  const EvictionEntry* last = back();
+  const bool in_order = (last == nullptr || entry.rank >= last->rank) &&
                         (late_.empty() || entry.rank > late_.rbegin()->rank);
-  if (in_order) {
-    queue_.push_back(entry);
+  if (in_order && make_room()) {
+    slot(tail_) = &entry;
+    entry.queue_position = tail_++;
+    ++queued_;
   } else {
     late_.insert(entry);
   }
 }
 
-void RankQueuePolicy::remove(EvictionEntry& entry) {
-  if (entry.list_hook.is_linked()) {
-    queue_.erase(queue_.iterator_to(entry));
-  } else {
-    late_.erase(late_.iterator_to(entry));
+bool RankQueuePolicy::make_room() {
+  if (tail_ - head_ < ring_.size()) return true;
+  if (queued_ * 2 <= ring_.size() && !ring_.empty()) {
+    compact();
+    return true;
   }
+  const std::size_t capacity = std::max(kMinRing, ring_.size() * 2);
+  std::vector<EvictionEntry*> bigger;
+  try {
+    bigger.resize(capacity);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  // Positions stay: only their slots move.
+  for (uint64_t p = head_; p < tail_; ++p) bigger[p & (capacity - 1)] = slot(p);
+  ring_.swap(bigger);
+  return true;
+}
+
+void RankQueuePolicy::compact() {
+  // In place, front to back: the slot written is never one still to be read.
+  uint64_t to = head_;
+  for (uint64_t from = head_; from < tail_; ++from) {
+    EvictionEntry* entry = slot(from);
+    if (entry == nullptr) continue;
+    slot(from) = nullptr;
+    slot(to) = entry;
+    entry->queue_position = to++;
+  }
+  tail_ = to;
+  named_ = nullptr;
+}
+
+void RankQueuePolicy::remove(EvictionEntry& entry) {
+  if (entry.queue_position == 0) {
+    late_.erase(late_.iterator_to(entry));
+    return;
+  }
+  slot(entry.queue_position) = nullptr;
+  entry.queue_position = 0;
+  --queued_;
+  // Invariant 4: the ends hold entries.
+  while (head_ < tail_ && slot(head_) == nullptr) ++head_;
+  while (tail_ > head_ && slot(tail_ - 1) == nullptr) --tail_;
 }
 
 EvictionEntry* RankQueuePolicy::victim() {
-  if (late_.empty()) return queue_.empty() ? nullptr : &queue_.front();
-  if (queue_.empty()) return &*late_.begin();
-  return const_cast<EvictionEntry*>(earlier(&queue_.front(), &*late_.begin()));
+  EvictionEntry* queued = queued_ > 0 ? slot(head_) : nullptr;
+  if (late_.empty()) return queued;
+  return const_cast<EvictionEntry*>(earlier(queued, &*late_.begin()));
+}
+
+uint64_t RankQueuePolicy::queued_after(uint64_t p) const {
+  for (int skipped = 0; ++p < tail_; ++skipped) {
+    if (slot(p) != nullptr) return p;
+    if (skipped == kMaxSkip) return 0;
+  }
+  return 0;
 }
 
 const EvictionEntry* RankQueuePolicy::next_victim_after(const EvictionEntry& entry) const {
-  const EvictionEntry* queued = nullptr;
+  const bool named_last =
+      named_ == &entry && named_at_ >= head_ && named_at_ < tail_ && slot(named_at_) == &entry;
+  const uint64_t position = named_last ? named_at_ : entry.queue_position;
+  uint64_t queued_at = 0;
   const EvictionEntry* late = nullptr;
-  if (entry.list_hook.is_linked()) {
-    const auto next = std::next(queue_.iterator_to(entry));
-    if (next != queue_.end()) queued = &*next;
+  if (position != 0) {
+    queued_at = queued_after(position);
     // Entries of late_ ranked equal to `entry` come after it (invariant 3).
     if (!late_.empty()) {
       const auto first = late_.lower_bound(entry);
@@ -59,14 +114,20 @@ const EvictionEntry* RankQueuePolicy::next_victim_after(const EvictionEntry& ent
   } else {
     const auto next = std::next(late_.iterator_to(entry));
     if (next != late_.end()) late = &*next;
-    // Entries of queue_ ranked at or below `entry` come before it: victims named already.
-    auto it = queue_.begin();
-    for (int scanned = 0; it != queue_.end() && it->rank <= entry.rank; ++it) {
+    // Queued entries ranked at or below `entry` come before it: victims named already.
+    queued_at = queued_ > 0 ? head_ : 0;
+    for (int scanned = 0; queued_at != 0 && slot(queued_at)->rank <= entry.rank;
+         queued_at = queued_after(queued_at)) {
       if (++scanned > kMaxScan) return nullptr;
     }
-    if (it != queue_.end()) queued = &*it;
   }
-  return earlier(queued, late);
+  const EvictionEntry* queued = queued_at != 0 ? slot(queued_at) : nullptr;
+  const EvictionEntry* next = earlier(queued, late);
+  if (next != nullptr && next == queued) {
+    named_ = next;
+    named_at_ = queued_at;
+  }
+  return next;
 }
 
 }  // namespace radixkv

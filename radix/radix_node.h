@@ -93,8 +93,10 @@ class RadixNode : public EvictionEntry {
   uint32_t host_only_ = 0;
   uint32_t lock_count_ = 0;
   uint32_t device_children_ = 0;  // children holding at least one device page
-  TokenId* tokens_ = nullptr;     // the edge's tokens when the node was made, from kv_store/heap.h
-  PageId* pages_ = nullptr;       // as many device page ids, from kv_store/heap.h
+  // Unused: keeps the fields below in the node's last line.
+  [[maybe_unused]] uint64_t spare_ = 0;
+  TokenId* tokens_ = nullptr;  // the edge's tokens when the node was made, from kv_store/heap.h
+  PageId* pages_ = nullptr;    // as many device page ids, from kv_store/heap.h
   RadixNode* parent_ = nullptr;
   HostPart* host_ = nullptr;  // from kv_store/heap.h, or none
   union {
@@ -103,5 +105,8 @@ class RadixNode : public EvictionEntry {
   };
   ChildTable children_;
 };
+
+// Three cache lines, one of mimalloc's size classes (see above).
+static_assert(sizeof(RadixNode) == 192);
 
 }  // namespace radixkv

@@ -94,17 +94,22 @@ class RadixTree::EventBuffer {
 // misses: two lines of its node, its page and token arrays (the frees write into them), its
 // page's refcount in the pool and its slot in the parent's child table (a random slot of a large
 // table). Taken one victim at a time they add up; fetched ahead they overlap. Staged by what each
-// fetch needs: a victim's node kDepth victims ahead, what its node points to two ahead (the node is
-// there by then), its page's refcount one ahead (the page array is there by then). Only a hint: a
-// victim the lookahead did not foresee (a parent that just became a leaf and ranks first) starts it
-// again, and nothing is decided from it. Off while fewer than kMinLeaves leaves are evictable:
-// their nodes fit in the caches, and looking ahead would only add its own cost (BM_Evict with 2 MiB
-// pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md). Every fetch helper here
-// and below (ChildTable::prefetch, PagePool::prefetch) is always inlined: g++ 12's pure-const
-// analysis finds a function that only calls __builtin_prefetch "pure", and dead-code elimination
-// then deletes the calls to it. Which calls survived depended on inlining heuristics (a two-line
-// change to ChildTable::prefetch lost the array and slot fetches, and BM_Evict at 10^6 leaves went
-// from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages shows eight prefetch instructions.
+// fetch needs, each stage far enough behind the one it reads from for a miss to have come in (a
+// few victims' time): a victim's node kDepth victims ahead, what its node points to kArraysAt
+// ahead, its page's refcount kRefcountAt ahead (the page array is there by then). This only pays
+// when naming the victims ahead reads none of them: LRU and FIFO keep their order in an array
+// (eviction/rank_queue_policy.h); with a policy that links its entries, naming victim i + kDepth
+// reads victim i + kDepth - 1, fetched one victim earlier, and the walk waits on every miss.
+// Only a hint: a victim the lookahead did not foresee (a parent that just became a leaf and ranks
+// first) starts it again, and nothing is decided from it. Off while fewer than kMinLeaves leaves
+// are evictable: their nodes fit in the caches, and looking ahead would only add its own cost
+// (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md).
+// Every fetch helper here and below (ChildTable::prefetch, PagePool::prefetch) is always inlined:
+// g++ 12's pure-const analysis finds a function that only calls __builtin_prefetch "pure", and
+// dead-code elimination then deletes the calls to it. Which calls survived depended on inlining
+// heuristics (a two-line change to ChildTable::prefetch lost the array and slot fetches, and
+// BM_Evict at 10^6 leaves went from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages
+// shows eight prefetch instructions.
 class RadixTree::VictimLookahead {
  public:
   static constexpr size_t kMinLeaves = 32768;
@@ -128,15 +133,17 @@ class RadixTree::VictimLookahead {
       fetch_node(last);
       ahead_[(first_ + count_++) % kDepth] = last;
     }
-    if (count_ > 1) fetch_arrays_and_slot(ahead(1));
-    if (count_ > 0) fetch_refcount(ahead(0));
+    if (count_ > kArraysAt) fetch_arrays_and_slot(ahead(kArraysAt));
+    if (count_ > kRefcountAt) fetch_refcount(ahead(kRefcountAt));
   }
 
  private:
-  // Eight: erasing the first entry of the policy's red-black tree reads (rebalancing) nodes a few
-  // victims ahead too; four left those misses in (BM_Evict, 10^6 leaves, 2 MiB pages: 8.0 -> 7.4
-  // us per 64 pages).
-  static constexpr size_t kDepth = 8;
+  // Distances in victims after the current one (0 is the next). Sixteen nodes ahead: deep enough
+  // for every stage to find its input in the cache at 10^6 leaves (BM_Evict, bench/README.md),
+  // and few enough lines in flight for the line fill buffers.
+  static constexpr size_t kDepth = 16;
+  static constexpr size_t kArraysAt = 7;
+  static constexpr size_t kRefcountAt = 3;
 
   // The two lines of a node that evicting it reads (radix/radix_node.h): the first (the policy's
   // hooks, pages, rank; the free writes into it) and the last (what freeing it needs).

@@ -55,6 +55,9 @@ class Driver {
         evict_run();
       }
       REQUIRE(policy_.size() == model_.size());
+      // The ring compacts rather than grows while half its slots are empty (rank_queue_policy.h).
+      peak_queued_ = std::max(peak_queued_, policy_.size() - policy_.late_size());
+      REQUIRE(policy_.ring_capacity() <= std::max<size_t>(16, 4 * peak_queued_));
     }
     while (policy_.size() > 0) evict_run();
     CHECK(model_.size() == 0);
@@ -192,6 +195,7 @@ class Driver {
   Policy policy_;
   Model model_;
   uint64_t clock_ = 0;
+  size_t peak_queued_ = 0;
   Coverage coverage_;
 };
 
@@ -257,4 +261,48 @@ TEST_CASE("lru: equal stamps across the queue and the late set leave in link ord
     REQUIRE(policy.victim() == expected);
     policy.remove(*expected);
   }
+}
+
+TEST_CASE("lru: a cold front under many touches: the ring compacts and the order holds") {
+  // The cold entry never moves, so every touch of the others leaves an empty slot behind it in the
+  // ring: without compaction the ring would grow by one slot per touch.
+  constexpr int kHot = 8;
+  EvictionEntry cold;
+  std::vector<EvictionEntry> hot(kHot);  // declared first: outlive the policy that links them
+  LruPolicy policy;
+  uint64_t clock = 0;
+  cold.last_access = ++clock;
+  policy.add(cold);
+  for (EvictionEntry& e : hot) {
+    e.last_access = ++clock;
+    policy.add(e);
+  }
+  std::mt19937_64 rng(5);
+  for (int touch = 0; touch < 100000; ++touch) {
+    EvictionEntry& e = hot[rng() % kHot];
+    e.last_access = ++clock;
+    policy.on_access(e, AccessHint{});
+  }
+  CHECK(policy.late_size() == 0);
+  CHECK(policy.ring_capacity() <= 4 * (kHot + 1));
+  // The naive order: the cold entry, then the others by their last touch.
+  std::vector<const EvictionEntry*> expected = {&cold};
+  for (const EvictionEntry& e : hot) expected.push_back(&e);
+  std::sort(expected.begin() + 1, expected.end(),
+            [](const EvictionEntry* a, const EvictionEntry* b) {
+              return a->last_access < b->last_access;
+            });
+  REQUIRE(policy.victim() == expected[0]);
+  for (size_t i = 0; i + 1 < expected.size(); ++i) {
+    CHECK(policy.next_victim_after(*expected[i]) == expected[i + 1]);
+  }
+  CHECK(policy.next_victim_after(*expected.back()) == nullptr);
+  for (const EvictionEntry* want : expected) {
+    EvictionEntry* got = policy.victim();
+    REQUIRE(got == want);
+    policy.remove(*got);
+    CHECK_FALSE(policy.contains(*got));
+  }
+  CHECK(policy.victim() == nullptr);
+  CHECK(policy.size() == 0);
 }
