@@ -48,7 +48,7 @@ PageHash RadixTree::page_hash(const RadixNode* node, uint32_t i) const {
     throw std::invalid_argument(
         fmt::format("RadixTree::page_hash: page {} of a node of {} pages", i, node->num_pages()));
   }
-  return i < node->pages ? device_hash(node->pages_[i])
+  return i < node->pages ? device_hash(node->page_array()[i])
                          : host_tier_->hash(node->host_->page_ids[i]);
 }
 
@@ -62,8 +62,8 @@ PageHash RadixTree::parent_hash(const RadixNode* node, uint32_t i) const {
 void RadixTree::hash_new_pages(const RadixNode* node, uint32_t first) {
   PageHash hash = parent_hash(node, first);
   for (uint32_t i = first; i < node->pages; ++i) {
-    hash = chain_page_hash(hash, {node->tokens_ + size_t{i} * page_tokens_, page_tokens_});
-    device_hash(node->pages_[i]) = hash;
+    hash = chain_page_hash(hash, {node->token_array() + size_t{i} * page_tokens_, page_tokens_});
+    device_hash(node->page_array()[i]) = hash;
   }
 }
 
@@ -73,33 +73,34 @@ void RadixTree::emit_stored(Tier tier, const RadixNode* node, uint32_t first, ui
   for (uint32_t i = first; i < first + count; ++i) hashes.push_back(page_hash(node, i));
   std::optional<PageHash> parent;
   if (first > 0 || !node->parent_->is_root()) parent = parent_hash(node, first);
-  events_->stored(tier, node->name_space(), parent, hashes,
-                  {node->tokens_ + size_t{first} * page_tokens_, size_t{count} * page_tokens_});
+  events_->stored(
+      tier, node->name_space(), parent, hashes,
+      {node->token_array() + size_t{first} * page_tokens_, size_t{count} * page_tokens_});
 }
 
 void RadixTree::emit_removed(Tier tier, const RadixNode* node, uint32_t i) {
-  events_->removed(tier, tier == Tier::kDevice ? device_hash(node->pages_[i])
+  events_->removed(tier, tier == Tier::kDevice ? device_hash(node->page_array()[i])
                                                : host_tier_->hash(node->host_->page_ids[i]));
 }
 
 PageHash RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i,
                                   const PageHash& parent) {
-  const PageId page = tier == Tier::kDevice ? node->pages_[i] : node->host_->page_ids[i];
+  const PageId page = tier == Tier::kDevice ? node->page_array()[i] : node->host_->page_ids[i];
   const PageHash hash = tier == Tier::kDevice ? device_hash(page) : host_tier_->hash(page);
   events_->sink().dropping(
-      {tier, hash, parent, {node->tokens_ + size_t{i} * page_tokens_, page_tokens_}, page});
+      {tier, hash, parent, {node->token_array() + size_t{i} * page_tokens_, page_tokens_}, page});
   return hash;
 }
 
 void RadixTree::emit_inserted(const RadixNode* node, uint32_t first, uint32_t count) {
   PageHash parent = parent_hash(node, first);
   for (uint32_t i = first; i < first + count; ++i) {
-    const PageId page = node->pages_[i];
+    const PageId page = node->page_array()[i];
     const PageHash hash = device_hash(page);
     events_->sink().inserted({Tier::kDevice,
                               hash,
                               parent,
-                              {node->tokens_ + size_t{i} * page_tokens_, page_tokens_},
+                              {node->token_array() + size_t{i} * page_tokens_, page_tokens_},
                               page});
     parent = hash;
   }
@@ -114,7 +115,8 @@ std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {
     stack.pop_back();
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
     for (uint32_t i = 0; i < node->num_pages(); ++i) {
-      if (tier == Tier::kDevice && i < node->pages) hashes.push_back(device_hash(node->pages_[i]));
+      if (tier == Tier::kDevice && i < node->pages)
+        hashes.push_back(device_hash(node->page_array()[i]));
       if (tier == Tier::kHost && node->host_page(i) != kInvalidPage) {
         hashes.push_back(host_tier_->hash(node->host_page(i)));
       }

@@ -67,7 +67,7 @@ class RadixNode : public EvictionEntry {
   uint32_t lock_count() const { return lock_count_; }
   uint32_t num_children() const { return children_.size(); }
   // Device page ids of the first device_pages() pages.
-  std::span<const PageId> page_ids() const { return {pages_, pages}; }
+  std::span<const PageId> page_ids() const { return {page_array(), pages}; }
   // The host page of edge page i, or kInvalidPage when it has none.
   PageId host_page(uint32_t i) const {
     return host_ != nullptr ? host_->page_ids[i] : kInvalidPage;
@@ -75,28 +75,35 @@ class RadixNode : public EvictionEntry {
   uint32_t host_pages() const { return host_ != nullptr ? host_->count : 0; }
   // Tokens of the edge, given the tree's page size.
   std::span<const TokenId> edge_tokens(uint32_t page_tokens) const {
-    return {tokens_, size_t{num_pages()} * page_tokens};
+    return {token_array(), size_t{num_pages()} * page_tokens};
   }
 
  private:
   friend class RadixTree;
 
-  // The node stays as large as it was before tiers (192 bytes, one mimalloc size class): the edge
-  // is pages (the device prefix, EvictionEntry::pages) + host_only_ (the pages after it, on the
-  // host only), and host_only_ fills EvictionEntry's tail padding; arrays are sized by the edge
-  // they were made for (edges only shrink); the namespace lives in the root only, where no
-  // first-page hash is needed. A tree without a host tier never touches host_only_ or host_.
-  // Lines: evicting a leaf reads its first (the policy's hooks, pages, rank: eviction_entry.h) and
-  // its last, which holds everything freeing it needs (arrays, parent, host part, first-page
-  // hash, child table); the counts below serve locking and the parent's side of an eviction, so
-  // they sit in the middle line with the access facts.
+  // One heap block (kv_store/heap.h) holds the node, then capacity_ page ids, then their tokens,
+  // sized by the edge the node was made for (edges only shrink; a root has none): one allocation
+  // and one free per node. Lines: evicting a leaf reads its first (the policy's hook, queue
+  // position, pages, rank: eviction_entry.h; the free writes into it) and its last, which holds
+  // everything freeing it needs (parent, host part, first-page hash, child table) and, since the
+  // node is 176 bytes, its first four page ids (in a block that starts on a line, as mimalloc's
+  // blocks of 64-byte multiples do); the tokens are not read. The counts in the middle line serve
+  // locking and the parent's side of an eviction, with the access facts.
+  // The edge is pages (the device prefix, EvictionEntry::pages) + host_only_ (the pages after it,
+  // on the host only), and host_only_ fills EvictionEntry's tail padding; the namespace lives in
+  // the root only, where no first-page hash is needed. A tree without a host tier never touches
+  // host_only_ or host_.
+  PageId* page_array() { return reinterpret_cast<PageId*>(this + 1); }
+  const PageId* page_array() const { return reinterpret_cast<const PageId*>(this + 1); }
+  TokenId* token_array() { return reinterpret_cast<TokenId*>(page_array() + capacity_); }
+  const TokenId* token_array() const {
+    return reinterpret_cast<const TokenId*>(page_array() + capacity_);
+  }
+
   uint32_t host_only_ = 0;
   uint32_t lock_count_ = 0;
   uint32_t device_children_ = 0;  // children holding at least one device page
-  // Unused: keeps the fields below in the node's last line.
-  [[maybe_unused]] uint64_t spare_ = 0;
-  TokenId* tokens_ = nullptr;  // the edge's tokens when the node was made, from kv_store/heap.h
-  PageId* pages_ = nullptr;    // as many device page ids, from kv_store/heap.h
+  uint32_t capacity_ = 0;         // pages (and pages of tokens) the block has room for
   RadixNode* parent_ = nullptr;
   HostPart* host_ = nullptr;  // from kv_store/heap.h, or none
   union {
@@ -106,7 +113,8 @@ class RadixNode : public EvictionEntry {
   ChildTable children_;
 };
 
-// Three cache lines, one of mimalloc's size classes (see above).
-static_assert(sizeof(RadixNode) == 192);
+// The first four page ids share the node's last line (see above).
+static_assert(sizeof(RadixNode) + 4 * sizeof(PageId) == 192);
+static_assert(alignof(RadixNode) >= alignof(PageId) && sizeof(PageId) == sizeof(TokenId));
 
 }  // namespace radixkv

@@ -247,8 +247,8 @@ void RadixTree::back_up(RadixNode* node) {
     ++host->count;
     h.indexed(page) = true;
     ++h.cached;
-    if (page_hashes()) h.hash(page) = device_hash(node->pages_[i]);
-    h.transfers.push_back({node->pages_[i], page});
+    if (page_hashes()) h.hash(page) = device_hash(node->page_array()[i]);
+    h.transfers.push_back({node->page_array()[i], page});
     if (events_) emit_stored(Tier::kHost, node, i, 1);
   }
   if (h.transfers.empty()) return;
@@ -294,7 +294,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
     const uint32_t n = x->num_pages() - before;
     for (uint32_t i = before; i < x->num_pages(); ++i) {
       const PageId page = device_pages[k++];
-      x->pages_[i] = page;
+      x->page_array()[i] = page;
       pool_.retain(page);
       if (page_hashes()) device_hash(page) = h.hash(host.page_ids[i]);
     }
@@ -436,7 +436,7 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
     auto* x = static_cast<RadixNode*>(entry);
     wait_node_copies(x);
     const uint32_t i = x->pages - 1;
-    const PageId page = x->pages_[i];
+    const PageId page = x->page_array()[i];
     bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
     bool written = false;
     if (!on_host && to_drop == 0 && used < fresh.size()) {
@@ -469,7 +469,7 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
     if (events_) emit_removed(Tier::kDevice, x, i);
     if (!written) pool_.release(page);
     marked(page) = false;
-    x->pages_[i] = kInvalidPage;
+    x->page_array()[i] = kInvalidPage;
     const uint32_t before = x->pages--;
     ++x->host_only_;
     --cached_pages_;
@@ -506,9 +506,9 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
       if (events_) parent = emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i, parent);
       if (i < x->pages) {
         if (events_) emit_removed(Tier::kDevice, x, i);
-        marked(x->pages_[i]) = false;
-        pool_.release(x->pages_[i]);
-        x->pages_[i] = kInvalidPage;
+        marked(x->page_array()[i]) = false;
+        pool_.release(x->page_array()[i]);
+        x->page_array()[i] = kInvalidPage;
         --cached_pages_;
       }
       if (on_host) {

@@ -33,13 +33,6 @@ namespace {
   return i;
 }
 
-template <typename T>
-T* allocate_array(uint64_t count) {
-  auto* memory = static_cast<T*>(heap::allocate(count * sizeof(T)));
-  if (memory == nullptr) throw std::bad_alloc();
-  return memory;
-}
-
 }  // namespace
 
 // Where a key's walk from a root stops: `node` is the deepest node whose whole edge matched;
@@ -105,7 +98,7 @@ uint64_t RadixTree::hash_page(const TokenId* page) const {
 RadixNode* RadixTree::find_child(const RadixNode* node, const TokenId* page) const {
   const size_t page_bytes = size_t{page_tokens_} * sizeof(TokenId);
   return node->children_.find(hash_page(page), [&](const RadixNode* child) {
-    return std::memcmp(child->tokens_, page, page_bytes) == 0;
+    return std::memcmp(child->token_array(), page, page_bytes) == 0;
   });
 }
 
@@ -178,14 +171,16 @@ RadixTree::Cursor RadixTree::locate_in(const RadixNode* root, std::span<const To
     const uint32_t comparable = std::min(edge, usable - pos);
     // The first page is known equal; compare the rest and keep whole pages only.
     const uint32_t same =
-        page_tokens_ + common_prefix(child->tokens_ + page_tokens_,
+        page_tokens_ + common_prefix(child->token_array() + page_tokens_,
                                      tokens.data() + pos + page_tokens_, comparable - page_tokens_);
     const uint32_t same_pages = same / page_tokens_;
     if (!kTiered) {
-      if (pages != nullptr) pages->insert(pages->end(), child->pages_, child->pages_ + same_pages);
+      if (pages != nullptr)
+        pages->insert(pages->end(), child->page_array(), child->page_array() + same_pages);
     } else if (on_device) {
       const uint32_t device = std::min(same_pages, child->pages);
-      if (pages != nullptr) pages->insert(pages->end(), child->pages_, child->pages_ + device);
+      if (pages != nullptr)
+        pages->insert(pages->end(), child->page_array(), child->page_array() + device);
       cursor.device_tokens = pos + device * page_tokens_;
       on_device = child->pages == child->num_pages();
     }
@@ -284,12 +279,15 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
 
 RadixNode* RadixTree::new_node(RadixNode* parent, const TokenId* tokens, const PageId* pages,
                                uint32_t num_pages) {
-  void* memory = heap::allocate(sizeof(RadixNode));  // throws std::bad_alloc, never nullptr
+  // One block: the node, then its page ids, then its tokens (radix_node.h).
+  const uint64_t num_tokens = uint64_t{num_pages} * page_tokens_;
+  void* memory = heap::allocate(sizeof(RadixNode) + uint64_t{num_pages} * sizeof(PageId) +
+                                num_tokens * sizeof(TokenId));  // throws std::bad_alloc
   ++stats_.heap_allocations;
   auto* node = new (memory) RadixNode();
   node->parent_ = parent;
   node->inserted_at = clock_;
-  // Counted before anything can throw: destroy_node() on the error path uncounts it.
+  node->capacity_ = num_pages;
   if (parent != nullptr) {
     node->prefix_pages = parent->prefix_pages + parent->num_pages();
     ++stats_.nodes;
@@ -297,20 +295,10 @@ RadixNode* RadixTree::new_node(RadixNode* parent, const TokenId* tokens, const P
     ++stats_.namespaces;
   }
   if (num_pages > 0) {
-    const uint64_t num_tokens = uint64_t{num_pages} * page_tokens_;
-    try {
-      node->tokens_ = allocate_array<TokenId>(num_tokens);
-      ++stats_.heap_allocations;
-      node->pages_ = allocate_array<PageId>(num_pages);
-      ++stats_.heap_allocations;
-    } catch (...) {
-      destroy_node(node);
-      throw;
-    }
-    std::memcpy(node->tokens_, tokens, num_tokens * sizeof(TokenId));
-    std::memcpy(node->pages_, pages, num_pages * sizeof(PageId));
+    std::memcpy(node->token_array(), tokens, num_tokens * sizeof(TokenId));
+    std::memcpy(node->page_array(), pages, num_pages * sizeof(PageId));
     node->pages = num_pages;
-    node->first_page_hash_ = hash_page(node->tokens_);
+    node->first_page_hash_ = hash_page(node->token_array());
   }
   return node;
 }
@@ -321,8 +309,6 @@ void RadixTree::destroy_node(RadixNode* node) {
   } else {
     --stats_.namespaces;
   }
-  heap::release(node->tokens_);
-  heap::release(node->pages_);
   if (node->host_ != nullptr) {
     node->host_->~HostPart();
     heap::release(node->host_);
@@ -336,7 +322,7 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   // sequences) stay valid. The new node carries node's locks, since every lock that covered node
   // covers its new parent too. Tiers: the device prefix is cut at the same place, host pages go
   // with their page, and the upper part inherits the node's pending copies.
-  RadixNode* upper = new_node(node->parent_, node->tokens_, node->pages_, upper_pages);
+  RadixNode* upper = new_node(node->parent_, node->token_array(), node->page_array(), upper_pages);
   if (host_tier_ && node->host_ != nullptr) {
     try {
       HostPart& host = host_part(upper);
@@ -361,11 +347,12 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   node->parent_->children_.replace(node->first_page_hash_, node, upper);
 
   const uint32_t device_pages = node->pages, lower_pages = node->num_pages() - upper_pages;
-  std::memmove(node->tokens_, node->tokens_ + size_t{upper_pages} * page_tokens_,
+  std::memmove(node->token_array(), node->token_array() + size_t{upper_pages} * page_tokens_,
                size_t{lower_pages} * page_tokens_ * sizeof(TokenId));
-  std::memmove(node->pages_, node->pages_ + upper_pages, size_t{lower_pages} * sizeof(PageId));
+  std::memmove(node->page_array(), node->page_array() + upper_pages,
+               size_t{lower_pages} * sizeof(PageId));
   node->prefix_pages += upper_pages;
-  node->first_page_hash_ = hash_page(node->tokens_);
+  node->first_page_hash_ = hash_page(node->token_array());
   node->parent_ = upper;
   upper->children_.insert(node->first_page_hash_, node);
   upper->device_children_ = 1;
@@ -464,8 +451,8 @@ void RadixTree::erase_leaf(RadixNode* node) {
   for (uint32_t i = 0; i < node->pages; ++i) {
     if (events_) parent = emit_dropping(Tier::kDevice, node, i, parent);
     if (events_) emit_removed(Tier::kDevice, node, i);
-    marked(node->pages_[i]) = false;
-    pool_.release(node->pages_[i]);
+    marked(node->page_array()[i]) = false;
+    pool_.release(node->page_array()[i]);
   }
   cached_pages_ -= node->pages;
   node->pages = 0;
@@ -486,7 +473,7 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
     auto* leaf = static_cast<RadixNode*>(entry);
     lookahead.on_victim(leaf);
     // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
-    const PageId page = leaf->pages_[--leaf->pages];
+    const PageId page = leaf->page_array()[--leaf->pages];
     marked(page) = false;
     pool_.release(page);
     --cached_pages_;

@@ -47,10 +47,10 @@ void RadixTree::verify() const {
     node->children_.for_each([&](uint64_t hash, const RadixNode* child) {
       if (child->parent_ != node) fail(where + ": a child's parent pointer is elsewhere");
       if (child->num_pages() == 0) fail(where + ": a child has an empty edge");
-      if (hash != child->first_page_hash_ || hash != hash_page(child->tokens_)) {
+      if (hash != child->first_page_hash_ || hash != hash_page(child->token_array())) {
         fail(where + ": a child is filed under the wrong hash");
       }
-      if (find_child(node, child->tokens_) != child) {
+      if (find_child(node, child->token_array()) != child) {
         fail(where + ": two children share a first page");
       }
       if (child->prefix_pages != node->prefix_pages + node->num_pages()) {
@@ -70,10 +70,11 @@ void RadixTree::verify() const {
     }
     if (node->is_root()) continue;
     ++nodes;
-    if (heap::usable_size(node->pages_) < size_t{node->num_pages()} * sizeof(PageId) ||
-        heap::usable_size(node->tokens_) <
-            size_t{node->num_pages()} * page_tokens_ * sizeof(TokenId)) {
-      fail(where + ": more pages than its arrays hold");
+    // One block: the node, its page ids, its tokens (radix_node.h).
+    const size_t block = sizeof(RadixNode) + size_t{node->capacity_} * sizeof(PageId) +
+                         size_t{node->capacity_} * page_tokens_ * sizeof(TokenId);
+    if (node->num_pages() > node->capacity_ || heap::usable_size(node) < block) {
+      fail(where + ": more pages than its block holds");
     }
     if (node->pages > node->num_pages()) fail(where + ": more device pages than pages");
     // The tier invariants of radix_node.h.
@@ -146,8 +147,8 @@ void RadixTree::verify() const {
     if (page_hashes()) {
       for (uint32_t i = 0; i < node->num_pages(); ++i) {
         const PageHash want = chain_page_hash(
-            parent_hash(node, i), {node->tokens_ + size_t{i} * page_tokens_, page_tokens_});
-        const bool device_ok = i >= node->pages || device_hash(node->pages_[i]) == want;
+            parent_hash(node, i), {node->token_array() + size_t{i} * page_tokens_, page_tokens_});
+        const bool device_ok = i >= node->pages || device_hash(node->page_array()[i]) == want;
         const bool host_ok =
             node->host_page(i) == kInvalidPage || host_tier_->hash(node->host_page(i)) == want;
         if (!device_ok || !host_ok)
@@ -222,9 +223,9 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
           if (i >= node->pages) {
             pages.push_back(fmt::format("h{}", host));
           } else if (host != kInvalidPage) {
-            pages.push_back(fmt::format("{}+h{}", node->pages_[i], host));
+            pages.push_back(fmt::format("{}+h{}", node->page_array()[i], host));
           } else {
-            pages.push_back(fmt::format("{}", node->pages_[i]));
+            pages.push_back(fmt::format("{}", node->page_array()[i]));
           }
         }
         const bool host_evictable_node = host_tier_ && host_evictable(node);
@@ -238,7 +239,8 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
       node->children_.for_each(
           [&](uint64_t, const RadixNode* child) { children.push_back(child); });
       std::sort(children.begin(), children.end(), [](const RadixNode* a, const RadixNode* b) {
-        return a->tokens_[0] > b->tokens_[0];  // popped from the stack in ascending order
+        return a->token_array()[0] >
+               b->token_array()[0];  // popped from the stack in ascending order
       });
       for (const RadixNode* child : children)
         stack.emplace_back(child, depth + (node->is_root() ? 0 : 1));
@@ -257,9 +259,7 @@ uint64_t RadixTree::metadata_bytes() const {
   while (!stack.empty()) {
     const RadixNode* node = stack.back();
     stack.pop_back();
-    bytes += heap::usable_size(node) + node->children_.heap_bytes();
-    if (node->tokens_ != nullptr)
-      bytes += heap::usable_size(node->tokens_) + heap::usable_size(node->pages_);
+    bytes += heap::usable_size(node) + node->children_.heap_bytes();  // with its arrays
     if (node->host_ != nullptr) bytes += heap::usable_size(node->host_);
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
   }

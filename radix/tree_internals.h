@@ -91,24 +91,24 @@ class RadixTree::EventBuffer {
 // The victims a plain eviction loop takes next, named ahead of time by the policy
 // (EvictionPolicy::next_victim_after), so that the memory each one touches is on its way while
 // the ones before it are freed. In a tree far larger than the cache every victim costs a row of
-// misses: two lines of its node, its page and token arrays (the frees write into them), its
-// page's refcount in the pool and its slot in the parent's child table (a random slot of a large
-// table). Taken one victim at a time they add up; fetched ahead they overlap. Staged by what each
-// fetch needs, each stage far enough behind the one it reads from for a miss to have come in (a
-// few victims' time): a victim's node kDepth victims ahead, what its node points to kArraysAt
-// ahead, its page's refcount kRefcountAt ahead (the page array is there by then). This only pays
-// when naming the victims ahead reads none of them: LRU and FIFO keep their order in an array
-// (eviction/rank_queue_policy.h); with a policy that links its entries, naming victim i + kDepth
-// reads victim i + kDepth - 1, fetched one victim earlier, and the walk waits on every miss.
-// Only a hint: a victim the lookahead did not foresee (a parent that just became a leaf and ranks
-// first) starts it again, and nothing is decided from it. Off while fewer than kMinLeaves leaves
-// are evictable: their nodes fit in the caches, and looking ahead would only add its own cost
-// (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md).
-// Every fetch helper here and below (ChildTable::prefetch, PagePool::prefetch) is always inlined:
-// g++ 12's pure-const analysis finds a function that only calls __builtin_prefetch "pure", and
-// dead-code elimination then deletes the calls to it. Which calls survived depended on inlining
-// heuristics (a two-line change to ChildTable::prefetch lost the array and slot fetches, and
-// BM_Evict at 10^6 leaves went from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages
+// misses: two lines of its node's block (the first page ids are in the second), its page's
+// refcount in the pool and its slot in the parent's child table (a random slot of a large table).
+// Taken one victim at a time they add up; fetched ahead they overlap. Staged by what each fetch
+// needs, each stage far enough behind the one it reads from for a miss to have come in (a few
+// victims' time): a victim's node kDepth victims ahead, its tail page id (for a long edge) and its
+// parent's slot kArraysAt ahead, its page's refcount kRefcountAt ahead (the page id is there by
+// then). This only pays when naming the victims ahead reads none of them: LRU and FIFO keep their
+// order in an array (eviction/rank_queue_policy.h); with a policy that links its entries, naming
+// victim i + kDepth reads victim i + kDepth - 1, fetched one victim earlier, and the walk waits on
+// every miss. Only a hint: a victim the lookahead did not foresee (a parent that just became a leaf
+// and ranks first) starts it again, and nothing is decided from it. Off while fewer than kMinLeaves
+// leaves are evictable: their nodes fit in the caches, and looking ahead would only add its own
+// cost (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5;
+// bench/README.md). Every fetch helper here and below (ChildTable::prefetch, PagePool::prefetch) is
+// always inlined: g++ 12's pure-const analysis finds a function that only calls __builtin_prefetch
+// "pure", and dead-code elimination then deletes the calls to it. Which calls survived depended on
+// inlining heuristics (a two-line change to ChildTable::prefetch lost the array and slot fetches,
+// and BM_Evict at 10^6 leaves went from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages
 // shows eight prefetch instructions.
 class RadixTree::VictimLookahead {
  public:
@@ -145,19 +145,20 @@ class RadixTree::VictimLookahead {
   static constexpr size_t kArraysAt = 7;
   static constexpr size_t kRefcountAt = 3;
 
-  // The two lines of a node that evicting it reads (radix/radix_node.h): the first (the policy's
-  // hooks, pages, rank; the free writes into it) and the last (what freeing it needs).
+  // The two lines of a node's block that evicting it reads (radix/radix_node.h): the first (the
+  // policy's hook, pages, rank; the free writes into it) and the last (what freeing it needs, and
+  // the first page ids).
   [[gnu::always_inline]] static void fetch_node(const RadixNode* node) {
     __builtin_prefetch(node, 1);
-    __builtin_prefetch(&node->tokens_, 1);
+    __builtin_prefetch(&node->parent_, 1);
   }
+  // The tail page id, for a leaf of more pages than the node's last line holds, and the slot.
   [[gnu::always_inline]] static void fetch_arrays_and_slot(const RadixNode* node) {
-    __builtin_prefetch(node->pages_, 1);   // read for the tail page, written by its free
-    __builtin_prefetch(node->tokens_, 1);  // written by its free
+    __builtin_prefetch(node->page_array() + node->pages - 1, 1);  // read for the tail page
     node->parent_->children_.prefetch(node->first_page_hash_);
   }
   [[gnu::always_inline]] void fetch_refcount(const RadixNode* node) const {
-    if (node->pages > 0) pool_.prefetch(node->pages_[node->pages - 1]);
+    if (node->pages > 0) pool_.prefetch(node->page_array()[node->pages - 1]);
   }
 
   const EvictionPolicy& policy_;

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <ranges>
+#include <span>
 
 #include "tests/cache_fixture.h"
 
@@ -62,6 +64,46 @@ TEST_CASE("insert, match, partial match and split at page sizes 1, 2 and 16") {
     CHECK(f.tree.peek(0, branch) == 6 * P);
     CHECK(f.tree.peek(0, a) == 6 * P);
     CHECK(f.tree.cached_pages() == 9);
+  }
+}
+
+TEST_CASE("a node and its arrays are one block that splits and evictions keep consistent") {
+  for (uint32_t P : {1u, 16u}) {
+    CAPTURE(P);
+    CacheFixture f(P);
+    // One allocation per node (radix_node.h): the namespace root and the leaf.
+    uint64_t allocations = f.tree.stats().heap_allocations;
+    const auto a = key(P, 6);
+    std::vector<PageId> pages_a;
+    REQUIRE(f.pool.allocate(6, pages_a));
+    const RadixNode* leaf = f.tree.insert(0, a, pages_a).node;
+    f.pool.release(pages_a);
+    CHECK(f.tree.stats().heap_allocations - allocations == 2);
+    allocations = f.tree.stats().heap_allocations;
+
+    // A split in the middle makes one block for the upper part; both parts keep their own tokens
+    // and page ids, whose arrays sit at different places in their blocks.
+    auto branch = a;
+    branch[2 * P] = -7;
+    const RadixNode* upper = f.tree.match(0, branch).node;
+    CHECK(f.tree.stats().heap_allocations - allocations == 1);
+    REQUIRE(upper->num_pages() == 2);
+    REQUIRE(leaf->num_pages() == 4);
+    CHECK(std::ranges::equal(upper->edge_tokens(P), std::span(a).first(2 * P)));
+    CHECK(std::ranges::equal(leaf->edge_tokens(P), std::span(a).subspan(2 * P)));
+    CHECK(std::ranges::equal(upper->page_ids(), std::span(pages_a).first(2)));
+    CHECK(std::ranges::equal(leaf->page_ids(), std::span(pages_a).subspan(2)));
+    f.check();
+
+    // Eviction reads the tail page id from the block: exactly pages_a[5], then [4], leave.
+    CHECK(f.tree.evict_pages(2) == 2);
+    CHECK_FALSE(f.tree.indexes_page(pages_a[5]));
+    CHECK_FALSE(f.tree.indexes_page(pages_a[4]));
+    for (int i = 0; i < 4; ++i) CHECK(f.tree.indexes_page(pages_a[i]));
+    std::vector<PageId> matched;
+    CHECK(f.tree.peek(0, a, &matched) == 4 * P);
+    CHECK(std::ranges::equal(matched, std::span(pages_a).first(4)));
+    f.check();
   }
 }
 
