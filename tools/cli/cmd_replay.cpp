@@ -401,7 +401,7 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
 Trace load_trace(const CommandLine& cli, const ReplayFlags& f, const ReadOptions& read) {
   if (!cli.given("--trace")) {
     const Activity activity("reading the built-in trace");
-    return parse_native(generate_native(GenConfig{}), kDefaultTraceName);
+    return generate_trace(GenConfig{}, kDefaultTraceName);
   }
   const Activity activity(fmt::format("reading the trace {}", f.trace));
   return read_trace(f.trace, read);

@@ -239,17 +239,37 @@ void GenConfig::validate() const {
   require(agent_steps.mean() <= 10000, "--agent-steps", "a mean above 10000 steps is too many");
 }
 
-void write_native(const GenConfig& config, std::ostream& out) {
+namespace {
+
+// The generated requests and the order they are written in: by arrival; a child is strictly later
+// than its parent, so parents stay first.
+struct ArrivalOrder {
+  Generated generated;
+  std::vector<uint32_t> order;  // generation index of the request at each position
+  std::vector<uint32_t> id_of;  // position (the written id) of each generated request
+};
+
+ArrivalOrder generate_in_arrival_order(const GenConfig& config) {
   config.validate();
-  const Generated generated = Generator(config).run();
-  const std::vector<StoredRequest>& requests = generated.requests;
-  // Arrival order; a child is strictly later than its parent, so parents stay first.
-  std::vector<uint32_t> order(requests.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
+  ArrivalOrder sorted{Generator(config).run(), {}, {}};
+  const std::vector<StoredRequest>& requests = sorted.generated.requests;
+  sorted.order.resize(requests.size());
+  for (uint32_t i = 0; i < sorted.order.size(); ++i) sorted.order[i] = i;
+  std::stable_sort(sorted.order.begin(), sorted.order.end(),
                    [&](uint32_t a, uint32_t b) { return requests[a].t < requests[b].t; });
-  std::vector<uint32_t> id_of(requests.size());
-  for (uint32_t pos = 0; pos < order.size(); ++pos) id_of[order[pos]] = pos;
+  sorted.id_of.resize(requests.size());
+  for (uint32_t pos = 0; pos < sorted.order.size(); ++pos) sorted.id_of[sorted.order[pos]] = pos;
+  return sorted;
+}
+
+}  // namespace
+
+void write_native(const GenConfig& config, std::ostream& out) {
+  const ArrivalOrder sorted = generate_in_arrival_order(config);
+  const Generated& generated = sorted.generated;
+  const std::vector<StoredRequest>& requests = generated.requests;
+  const std::vector<uint32_t>& order = sorted.order;
+  const std::vector<uint32_t>& id_of = sorted.id_of;
 
   fmt::memory_buffer text;
   fmt::format_to(
@@ -281,6 +301,35 @@ std::string generate_native(const GenConfig& config) {
   std::ostringstream out;
   write_native(config, out);
   return std::move(out).str();
+}
+
+Trace generate_trace(const GenConfig& config, std::string source) {
+  const ArrivalOrder sorted = generate_in_arrival_order(config);
+  Trace trace;
+  trace.source = std::move(source);
+  trace.format = TraceFormat::kNative;
+  TraceBuilder builder(trace);
+  std::vector<Segment> segments;
+  for (uint32_t pos = 0; pos < sorted.order.size(); ++pos) {
+    const StoredRequest& r = sorted.generated.requests[sorted.order[pos]];
+    // What the native reader makes of the line write_native writes for r. r.t is on the
+    // millisecond grid, so it is the double that its "%.3f" text reads back as.
+    TraceRequest request;
+    request.id = pos;
+    request.arrival_s = r.t;
+    request.ns = r.ns;
+    request.priority = static_cast<int16_t>(r.priority);
+    request.output_tokens = r.out;
+    request.parent = r.parent == kNoRequest ? kNoParent : sorted.id_of[r.parent];
+    request.request_class = builder.class_of(r.kind);
+    segments.clear();
+    for (uint32_t s = 0; s < r.num_segs; ++s) {
+      const Segment& seg = sorted.generated.segs[r.first_seg + s];
+      segments.push_back({content_key(ContentDomain::kNative, 0, seg.key), seg.length});
+    }
+    builder.add(request, segments);
+  }
+  return trace;
 }
 
 }  // namespace radixkv::tools

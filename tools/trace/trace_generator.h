@@ -63,5 +63,8 @@ struct GenConfig {
 // UsageError (nothing written) for a configuration replay could not read.
 void write_native(const GenConfig& config, std::ostream& out);
 std::string generate_native(const GenConfig& config);
+// The trace parse_native(generate_native(config), source) reads, field for field, built without
+// the text in between (the built-in trace of `radixkv replay`). Throws as write_native does.
+Trace generate_trace(const GenConfig& config, std::string source);
 
 }  // namespace radixkv::tools
