@@ -16,8 +16,9 @@ install(FILES ${RADIXKV_STAGED_INCLUDE}/radixkv/version.h
 if(TARGET radixkv)
   # The command finds libradixkv_heap beside it, wherever the prefix is.
   file(RELATIVE_PATH bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-  set_target_properties(radixkv PROPERTIES INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
-  install(TARGETS radixkv)
+  set_target_properties(radixkv radixkv_router_program PROPERTIES
+    INSTALL_RPATH "$ORIGIN/${bin_to_lib}")
+  install(TARGETS radixkv radixkv_router_program)  # `radixkv router` runs the second, beside it
 endif()
 
 set(radixkv_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/radixkv)

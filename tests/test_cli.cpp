@@ -243,6 +243,40 @@ TEST_CASE("cli: the built binary runs the default trace and exits non-zero on er
   CHECK(status_of("replay --trace /nonexistent.jsonl") == 1);
 }
 
+TEST_CASE("cli: radixkv router runs the program beside it, and in process it is refused") {
+  // In a process that runs the command line as a library (this test, the Python module), the
+  // router would replace the process: refused, exit 2, naming the program that runs it.
+  const Run refused = cli({"router", "--help"});
+  CHECK(refused.status == kExitUsage);
+  CHECK(refused.err.find("radixkv router: runs as a program of its own") != std::string::npos);
+  // The binary replaces itself with radixkv-router, built beside it (tools/cli/CMakeLists.txt).
+  const fs::path binary = RADIXKV_BINARY;
+  REQUIRE_MESSAGE(fs::exists(binary.parent_path() / "radixkv-router"), "radixkv-router not built");
+  const auto run = [](const std::string& command) {
+    std::string out;
+    FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+      out.append(buffer, n);
+    const int raw = ::pclose(pipe);
+    return std::pair(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, out);
+  };
+  const auto [help_status, help] = run(binary.string() + " router --help");
+  CHECK(help_status == kExitOk);
+  CHECK(help.find("--worker") != std::string::npos);
+  const auto [bad_status, bad] = run(binary.string() + " router --listen 127.0.0.1:0");
+  CHECK(bad_status == kExitUsage);
+  CHECK(bad.find("radixkv router: --worker is required") != std::string::npos);
+  // A copy of radixkv without the router beside it says which program is missing, and exits 1.
+  const fs::path alone = scratch_dir() / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(binary, alone / "radixkv", fs::copy_options::overwrite_existing);
+  const auto [missing_status, missing] = run((alone / "radixkv").string() + " router --help");
+  CHECK(missing_status == kExitFailure);
+  CHECK(missing.find("cannot run " + (alone / "radixkv-router").string()) != std::string::npos);
+}
+
 TEST_CASE("cli units: sizes with units, counts in plain or scientific notation") {
   CHECK(parse_size("512MiB") == 512ull << 20);
   CHECK(parse_size("8GiB") == 8ull << 30);

@@ -50,7 +50,14 @@ int run_cli(std::span<const std::string> args, std::ostream& out, std::ostream& 
     }
     if (command == "gen") return run_gen(rest, out, err);
     if (command == "replay") return run_replay(rest, out, err, env);
-    if (command == "router") return run_router_command(rest, out, err);
+    if (command == "router") {
+      if (env.router == nullptr) {
+        throw UsageError(
+            "runs as a program of its own (radixkv router, or radixkv-router), not "
+            "inside this one");
+      }
+      return env.router(rest, out, err);
+    }
     err << fmt::format("radixkv: unknown command '{}'\n\n{}", command, kUsage);
     return kExitUsage;
   } catch (const UsageError& e) {
