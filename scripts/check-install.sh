@@ -10,7 +10,9 @@
 #   5. examples/embed again with radixkv added by add_subdirectory (as FetchContent does): it
 #      builds the libraries only, and the consumer's compile line carries none of radixkv's
 #      warnings and not the repository root;
-#   6. when the build has the Python module: the installed package imports from the prefix's
+#   6. (right after the install) the installed radixkv replays, and runs `radixkv router` (the
+#      program radixkv-router, installed beside it);
+#   7. when the build has the Python module: the installed package imports from the prefix's
 #      site-packages path, with the interpreter it was built for and with the PATH's python3,
 #      and runs a match through radixkv.sglang.
 # usage: scripts/check-install.sh [BUILD_DIR]   (default: build, as scripts/build.sh leaves it)
@@ -35,6 +37,14 @@ grep -q '^RADIXKV_BUILD_REMOTE:BOOL=ON' "$build_dir/CMakeCache.txt" && remote=ON
 step "cmake --install $build_dir --prefix <tmp>"
 cmake --install "$build_dir" --prefix "$prefix" >"$scratch/install.log" ||
   fail "install: $(tail -5 "$scratch/install.log")"
+
+if [[ -x $prefix/bin/radixkv ]]; then
+  step "the installed radixkv: a replay, and radixkv router through radixkv-router beside it"
+  "$prefix/bin/radixkv" replay --capacity-tokens 1e5 --no-progress >"$scratch/replay.log" 2>&1 ||
+    fail "installed radixkv replay: $(tail -3 "$scratch/replay.log")"
+  "$prefix/bin/radixkv" router --help >"$scratch/router.log" 2>&1 &&
+    grep -q -- --worker "$scratch/router.log" || fail "installed radixkv router --help: $(cat "$scratch/router.log")"
+fi
 
 step "examples/embed with find_package(radixkv) from the prefix"
 cmake -S examples/embed -B "$scratch/embed" -DCMAKE_PREFIX_PATH="$prefix" \
