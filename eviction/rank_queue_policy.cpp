@@ -93,7 +93,7 @@ EvictionEntry* RankQueuePolicy::victim() {
 uint64_t RankQueuePolicy::queued_after(uint64_t p) const {
   for (int skipped = 0; ++p < tail_; ++skipped) {
     if (slot(p) != nullptr) return p;
-    if (skipped == kMaxSkip) return 0;
+    if (skipped == kMaxSkip) return kGaveUp;
   }
   return 0;
 }
@@ -106,6 +106,7 @@ const EvictionEntry* RankQueuePolicy::next_victim_after(const EvictionEntry& ent
   const EvictionEntry* late = nullptr;
   if (position != 0) {
     queued_at = queued_after(position);
+    if (queued_at == kGaveUp) return nullptr;
     // Entries of late_ ranked equal to `entry` come after it (invariant 3).
     if (!late_.empty()) {
       const auto first = late_.lower_bound(entry);
@@ -116,9 +117,10 @@ const EvictionEntry* RankQueuePolicy::next_victim_after(const EvictionEntry& ent
     if (next != late_.end()) late = &*next;
     // Queued entries ranked at or below `entry` come before it: victims named already.
     queued_at = queued_ > 0 ? head_ : 0;
-    for (int scanned = 0; queued_at != 0 && slot(queued_at)->rank <= entry.rank;
-         queued_at = queued_after(queued_at)) {
-      if (++scanned > kMaxScan) return nullptr;
+    for (int scanned = 0; queued_at != 0 && slot(queued_at)->rank <= entry.rank; ++scanned) {
+      if (scanned == kMaxScan) return nullptr;
+      queued_at = queued_after(queued_at);
+      if (queued_at == kGaveUp) return nullptr;
     }
   }
   const EvictionEntry* queued = queued_at != 0 ? slot(queued_at) : nullptr;

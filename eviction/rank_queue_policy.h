@@ -81,8 +81,10 @@ class RankQueuePolicy : public EvictionPolicy {
   EvictionEntry*& slot(uint64_t position) { return ring_[position & (ring_.size() - 1)]; }
   EvictionEntry* slot(uint64_t position) const { return ring_[position & (ring_.size() - 1)]; }
   const EvictionEntry* back() const { return queued_ > 0 ? slot(tail_ - 1) : nullptr; }
-  // The position of the first queued entry after position p, or 0 (none, or more than kMaxSkip
-  // empty slots before it).
+  // The position of the first queued entry after position p; 0 when there is none; kGaveUp when
+  // more than kMaxSkip empty slots come first (there may be one further on: next_victim_after then
+  // cannot tell, and must not name a later entry of late_ instead).
+  static constexpr uint64_t kGaveUp = ~uint64_t{0};
   uint64_t queued_after(uint64_t p) const;
   // Makes room for one more slot at the back; false when the memory to grow is not there.
   bool make_room();

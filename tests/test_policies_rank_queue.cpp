@@ -306,3 +306,38 @@ TEST_CASE("lru: a cold front under many touches: the ring compacts and the order
   CHECK(policy.victim() == nullptr);
   CHECK(policy.size() == 0);
 }
+
+TEST_CASE("lru: past a long run of empty slots the look-ahead names the next victim or nobody") {
+  // a, 300 entries, z, y appended; l (older than y) goes late; y and the 300 leave. The order is
+  // a, z, l, but from a the queue's next entry lies past more empty slots than the policy skips:
+  // it may say nullptr (cannot tell cheaply), never l.
+  constexpr int kGap = 300;
+  EvictionEntry a, z, y, l;
+  std::vector<EvictionEntry> gap(kGap);  // declared first: outlive the policy that links them
+  LruPolicy policy;
+  uint64_t clock = 0;
+  a.last_access = ++clock;
+  policy.add(a);
+  for (EvictionEntry& e : gap) {
+    e.last_access = ++clock;
+    policy.add(e);
+  }
+  z.last_access = ++clock;
+  l.last_access = ++clock;
+  y.last_access = ++clock;
+  policy.add(z);
+  policy.add(y);
+  policy.add(l);
+  REQUIRE(policy.late_size() == 1);
+  policy.remove(y);
+  for (EvictionEntry& e : gap) policy.remove(e);
+  REQUIRE(policy.victim() == &a);
+  const EvictionEntry* next = policy.next_victim_after(a);
+  CHECK((next == nullptr || next == &z));
+  CHECK(policy.next_victim_after(z) == &l);
+  CHECK(policy.next_victim_after(l) == nullptr);
+  for (EvictionEntry* expected : {&a, &z, &l}) {
+    REQUIRE(policy.victim() == expected);
+    policy.remove(*expected);
+  }
+}

@@ -321,3 +321,10 @@ mutant remote-staging-bytes-not-awaited remote/remote_tier.cpp \
 mutant remote-staging-copy-not-priced tools/replay/engine_replay.cpp \
   "engine replay prices host hits on the H2D engine but not the remote pages staged through it" \
   'const uint32_t loads = (r.host_hit_tokens + r.remote_hit_tokens) / page_tokens;' 'const uint32_t loads = r.host_hit_tokens / page_tokens;'
+mutant rank-queue-gap-names-late eviction/rank_queue_policy.cpp \
+  "past more empty ring slots than it skips, the look-ahead names an entry of the late set instead of nobody" \
+  'queued_at = queued_after(position);
+    if (queued_at == kGaveUp) return nullptr;' 'queued_at = queued_after(position);'
+mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
+  "a full ring with half its slots empty grows instead of compacting" \
+  'if (queued_ * 2 <= ring_.size() && !ring_.empty()) {' 'if (false) {'
