@@ -212,6 +212,12 @@ void agrees_with_model(uint64_t seed) {
   CHECK(c.looked_ahead > 1000);
 }
 
+// Stamps `entry` with the next tick of `clock` and links it: in rank order, so into the ring.
+void link_next(LruPolicy& policy, EvictionEntry& entry, uint64_t& clock) {
+  entry.last_access = ++clock;
+  policy.add(entry);
+}
+
 }  // namespace
 
 TEST_CASE("lru: entries linked out of order interleave with appended ones as the model says") {
@@ -271,12 +277,8 @@ TEST_CASE("lru: a cold front under many touches: the ring compacts and the order
   std::vector<EvictionEntry> hot(kHot);  // declared first: outlive the policy that links them
   LruPolicy policy;
   uint64_t clock = 0;
-  cold.last_access = ++clock;
-  policy.add(cold);
-  for (EvictionEntry& e : hot) {
-    e.last_access = ++clock;
-    policy.add(e);
-  }
+  link_next(policy, cold, clock);
+  for (EvictionEntry& e : hot) link_next(policy, e, clock);
   std::mt19937_64 rng(5);
   for (int touch = 0; touch < 100000; ++touch) {
     EvictionEntry& e = hot[rng() % kHot];
@@ -316,17 +318,11 @@ TEST_CASE("lru: past a long run of empty slots the look-ahead names the next vic
   std::vector<EvictionEntry> gap(kGap);  // declared first: outlive the policy that links them
   LruPolicy policy;
   uint64_t clock = 0;
-  a.last_access = ++clock;
-  policy.add(a);
-  for (EvictionEntry& e : gap) {
-    e.last_access = ++clock;
-    policy.add(e);
-  }
-  z.last_access = ++clock;
+  link_next(policy, a, clock);
+  for (EvictionEntry& e : gap) link_next(policy, e, clock);
+  link_next(policy, z, clock);
   l.last_access = ++clock;
-  y.last_access = ++clock;
-  policy.add(z);
-  policy.add(y);
+  link_next(policy, y, clock);
   policy.add(l);
   REQUIRE(policy.late_size() == 1);
   policy.remove(y);
