@@ -20,12 +20,6 @@ namespace radixkv::bench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 constexpr uint64_t kInsertTreeTokens = 1'000'000;
 
 enum class Impl { kRadix, kBlockHash, kLinear };

@@ -66,10 +66,9 @@ void bm_admit_finish(benchmark::State& state, uint32_t hit) {
   RadixTree& tree = detail::RuntimeInternals::tree(world.runtime);
   uint64_t reused = 0;
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     reused += world.run_request(query.tokens);
-    state.SetIterationTime(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    state.SetIterationTime(seconds_since(start));
     tree.erase_leaf(tree.match(0, query.tokens).node);
   }
   if (reused != uint64_t{hit} * static_cast<uint64_t>(state.iterations())) {

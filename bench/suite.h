@@ -2,6 +2,7 @@
 // filter such as --benchmark_filter='BM_Match/' selects one operation across implementations.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -10,6 +11,12 @@ namespace radixkv::bench {
 // Tree sizes in cached tokens: 10^4 .. 10^7, capped by RADIXKV_BENCH_MAX_TOKENS when set (for a
 // quick run).
 std::vector<uint64_t> tree_sizes();
+
+// The manual clock of benchmarks that time only part of an iteration (UseManualTime).
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 void register_match_benchmarks();
 void register_insert_benchmarks();
