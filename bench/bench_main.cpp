@@ -1,10 +1,12 @@
 // radixkv_bench: the index side by side with the designs it replaces (see bench/README.md).
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "bench/suite.h"
+#include "kv_store/heap.h"
 
 namespace radixkv::bench {
 
@@ -30,6 +32,16 @@ int main(int argc, char** argv) {
   register_runtime_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // RADIXKV_BENCH_HUGE_PAGES=1: the trees in transparent huge pages (kv_store/heap.h), before any
+  // is built.
+  if (const char* huge = std::getenv("RADIXKV_BENCH_HUGE_PAGES"); huge && std::string(huge) == "1") {
+    if (!radixkv::heap::use_huge_pages(true)) {
+      std::fprintf(stderr, "radixkv_bench: RADIXKV_BENCH_HUGE_PAGES=1, but this machine or build "
+                           "has no transparent huge pages\n");
+      return 1;
+    }
+    benchmark::AddCustomContext("huge_pages", "on");
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

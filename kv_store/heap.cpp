@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #endif
 
@@ -48,6 +50,7 @@ std::size_t usable_size(const void* memory) noexcept {
 std::string_view allocator_name() noexcept { return "system"; }
 bool reserve(std::size_t, FaultIn) { return false; }
 std::size_t reserved_bytes() noexcept { return 0; }
+bool use_huge_pages(bool on) { return !on; }
 
 #else
 
@@ -155,6 +158,18 @@ void release(void* memory) noexcept {
 }
 std::size_t usable_size(const void* memory) noexcept { return mi_usable_size(memory); }
 std::string_view allocator_name() noexcept { return "mimalloc"; }
+
+bool use_huge_pages(bool on) {
+  if (on) {
+    // "always [madvise] never": the mode in brackets is the one in force.
+    std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string modes;
+    if (!std::getline(file, modes) || modes.find("[never]") != std::string::npos) return false;
+  }
+  // mimalloc then asks for huge pages (madvise(MADV_HUGEPAGE)) on each segment it maps.
+  mi_option_set_enabled(mi_option_large_os_pages, on);
+  return true;
+}
 
 #endif
 

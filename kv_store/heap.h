@@ -34,6 +34,19 @@ std::size_t usable_size(const void* memory) noexcept;
 // "mimalloc" or "system" (sanitizer builds).
 std::string_view allocator_name() noexcept;
 
+// Transparent huge pages (2 MiB) for the memory mimalloc maps from now on; process-wide, off by
+// default. In a tree far larger than the caches, evicting a leaf touches a few lines scattered over
+// hundreds of MB (its node, its page's refcount, a random slot of its parent's child table), and
+// with 4 KiB pages each is also a TLB miss, which on a VM is a two-level page walk: with huge pages
+// BM_Evict at 10^6 leaves took ~20-30% less time (bench/README.md). The price is first touch: on
+// the VMs radixkv is measured on, faulting in 64 MiB of huge pages took 2.3x as long as 4 KiB
+// ones. So this is for long-lived servers with large trees, not for a replay that builds its trees
+// once (the replay tool leaves it off). Memory mimalloc already holds, and reserve()'s arenas,
+// keep the pages they have. Returns false, changing nothing, when `on` cannot be had: the system
+// has transparent huge pages "never", or a sanitizer build (the system allocator); true otherwise.
+// Call it before building the trees it is meant for.
+bool use_huge_pages(bool on);
+
 // First touch. Each 4 KiB page of fresh memory costs a page fault when first written (1-2 us on
 // the VMs radixkv is measured on), so a tree of 10^6 pages stops ~50,000 times to fault. reserve()
 // maps `bytes` up front and gives them to mimalloc as an arena (mimalloc takes memory from its

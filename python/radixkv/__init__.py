@@ -29,6 +29,7 @@ from ._radixkv import (  # noqa: F401
     __version__,
     check_policy,
     policies,
+    use_huge_pages,
 )
 from . import _radixkv
 
@@ -41,6 +42,7 @@ __all__ = [
     "check_policy",
     "policies",
     "replay",
+    "use_huge_pages",
     "__version__",
 ]
 

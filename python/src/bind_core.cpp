@@ -21,6 +21,7 @@
 #include "bindings.h"
 #include "eviction/policy_registry.h"
 #include "exclusive.h"
+#include "kv_store/heap.h"
 #include "kv_store/kv_layout.h"
 #include "kv_store/page_pool.h"
 #include "runtime/prefix_cache_runtime.h"
@@ -436,6 +437,12 @@ void bind_policies(py::module_& m) {
       "ValueError unless `spec` ('lru', 'gdsf:depth_pages=512') names a policy.");
 }
 
+void bind_heap(py::module_& m) {
+  m.def("use_huge_pages", &heap::use_huge_pages, py::arg("on"),
+        "Puts metadata mapped from now on in transparent huge pages (process-wide, off by "
+        "default; for servers with large trees). False when the machine or build has none.");
+}
+
 void bind_cli(py::module_& m) {
   m.def(
       "_run_cli",
@@ -458,6 +465,7 @@ void bind_core(py::module_& m) {
   bind_pool(m);
   bind_runtime(m);
   bind_policies(m);
+  bind_heap(m);
   bind_cli(m);
 }
 

@@ -197,6 +197,26 @@ def test_bad_token_inputs_are_value_errors_naming_the_item(bad, message):
     assert pool.free_pages == pool.capacity_pages  # nothing happened
 
 
+def test_use_huge_pages_says_whether_the_machine_has_them_and_the_runtime_works_either_way():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            available = "[never]" not in f.read()
+    except OSError:
+        available = False
+    # The module is a mimalloc build (sanitizer builds do not build it).
+    assert radixkv.use_huge_pages(True) is available
+    try:  # a runtime built now (its tree in huge pages where there are some) reuses as before
+        _, runtime = make_runtime(pages=64, page_tokens=4)
+        prompt = list(range(1, 33))
+        first = runtime.admit(prompt)
+        assert first.ok and first.reused_tokens == 0
+        assert runtime.commit(first.seq, 32) == {"new_pages": 8, "duplicate_pages": 0}
+        runtime.finish(first.seq)
+        assert runtime.admit(prompt).reused_tokens == 28  # the last token is always computed
+    finally:
+        assert radixkv.use_huge_pages(False) is True
+
+
 # ----- policies and replay -----
 
 
