@@ -328,3 +328,6 @@ mutant rank-queue-gap-names-late eviction/rank_queue_policy.cpp \
 mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
   "a full ring with half its slots empty grows instead of compacting" \
   'if (queued_ * 2 <= ring_.size() && !ring_.empty()) {' 'if (false) {'
+mutant heap-huge-pages-ignored kv_store/heap.cpp \
+  "use_huge_pages says yes but mimalloc keeps mapping 4 KiB pages" \
+  'mi_option_set_enabled(mi_option_large_os_pages, on);' '(void)on;'
