@@ -38,7 +38,7 @@ std::string_view allocator_name() noexcept;
 // default. In a tree far larger than the caches, evicting a leaf touches a few lines scattered over
 // hundreds of MB (its node, its page's refcount, a random slot of its parent's child table), and
 // with 4 KiB pages each is also a TLB miss, which on a VM is a two-level page walk: with huge pages
-// BM_Evict at 10^6 leaves took ~20-30% less time (bench/README.md). The price is first touch: on
+// BM_Evict at 10^6 leaves took 16% less time (bench/README.md). The price is first touch: on
 // the VMs radixkv is measured on, faulting in 64 MiB of huge pages took 2.3x as long as 4 KiB
 // ones. So this is for long-lived servers with large trees, not for a replay that builds its trees
 // once (the replay tool leaves it off). Memory mimalloc already holds, and reserve()'s arenas,
