@@ -10,7 +10,6 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include <chrono>
 #include <string>
 
 #include "bench/match_world.h"

@@ -34,10 +34,12 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // RADIXKV_BENCH_HUGE_PAGES=1: the trees in transparent huge pages (kv_store/heap.h), before any
   // is built.
-  if (const char* huge = std::getenv("RADIXKV_BENCH_HUGE_PAGES"); huge && std::string(huge) == "1") {
+  if (const char* huge = std::getenv("RADIXKV_BENCH_HUGE_PAGES");
+      huge && std::string(huge) == "1") {
     if (!radixkv::heap::use_huge_pages(true)) {
-      std::fprintf(stderr, "radixkv_bench: RADIXKV_BENCH_HUGE_PAGES=1, but this machine or build "
-                           "has no transparent huge pages\n");
+      std::fprintf(stderr,
+                   "radixkv_bench: RADIXKV_BENCH_HUGE_PAGES=1, but this machine or build "
+                   "has no transparent huge pages\n");
       return 1;
     }
     benchmark::AddCustomContext("huge_pages", "on");

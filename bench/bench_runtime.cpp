@@ -7,7 +7,6 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>

@@ -37,14 +37,14 @@ std::string_view allocator_name() noexcept;
 // Transparent huge pages (2 MiB) for the memory mimalloc maps from now on; process-wide, off by
 // default. In a tree far larger than the caches, evicting a leaf touches a few lines scattered over
 // hundreds of MB (its node, its page's refcount, a random slot of its parent's child table), and
-// with 4 KiB pages each is also a TLB miss, which on a VM is a two-level page walk: with huge pages
-// BM_Evict at 10^6 leaves took 16% less time (bench/README.md). The price is first touch: on
-// the VMs radixkv is measured on, faulting in 64 MiB of huge pages took 2.3x as long as 4 KiB
-// ones. So this is for long-lived servers with large trees, not for a replay that builds its trees
-// once (the replay tool leaves it off). Memory mimalloc already holds, and reserve()'s arenas,
-// keep the pages they have. Returns false, changing nothing, when `on` cannot be had: the system
-// has transparent huge pages "never", or a sanitizer build (the system allocator); true otherwise.
-// Call it before building the trees it is meant for.
+// with 4 KiB pages each can also miss the TLB, which on a VM costs a two-level page walk. With
+// huge pages BM_Evict at 10^6 leaves took 16% less time (bench/README.md). The price is first
+// touch: on the VM that measured it, faulting in 64 MiB of huge pages took 2.3x as long as with
+// 4 KiB pages. So this is for long-lived servers with large trees, not for a replay that builds its
+// trees once (the replay tool leaves it off). Memory mimalloc already holds, and reserve()'s
+// arenas, keep the pages they have. Returns false, changing nothing, when `on` cannot be had: the
+// system has transparent huge pages "never", or a sanitizer build (the system allocator); true
+// otherwise. Call it before building the trees it is meant for.
 bool use_huge_pages(bool on);
 
 // First touch. Each 4 KiB page of fresh memory costs a page fault when first written (1-2 us on
