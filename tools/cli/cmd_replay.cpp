@@ -443,7 +443,13 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.low_watermark = plan.watermarks[c].low;
         config.policy = policy;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
-        config.remote = remote;        // one cell only: --remote is refused with --sweep
+        config.remote = remote;  // one cell only: --remote is refused with --sweep
+        if (remote != nullptr && f.remote.wait_writes) {
+          config.before_request = [remote, then = config.before_request](std::size_t request) {
+            remote->drain();
+            if (then) then(request);
+          };
+        }
         config.events = hooks.events;  // one cell only (check_flags)
         config.at_end = hooks.at_end;
       }
@@ -584,6 +590,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     config.events = hooks.events;
     config.at_end = hooks.at_end;
     config.remote = remote.get();
+    if (remote && f.remote.wait_writes) config.before_step = [&remote] { remote->drain(); };
     const Activity activity(fmt::format("replaying {} in engine mode", trace.source));
     status = run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
                                f.json, out, err, hooks.report);

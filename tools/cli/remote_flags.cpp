@@ -12,9 +12,9 @@ namespace radixkv::tools {
 namespace {
 // Redis refuses a bulk string over 512 MB (proto-max-bulk-len); a filler stays well below.
 constexpr uint64_t kMaxValueBytes = uint64_t{256} << 20;
-constexpr std::string_view kValueFlags[] = {"--remote-prefix",      "--remote-timeout-ms",
-                                            "--remote-value-bytes", "--remote-queue-pages",
-                                            "--remote-write",       "--remote-prefetch"};
+constexpr std::string_view kValueFlags[] = {
+    "--remote-prefix", "--remote-timeout-ms", "--remote-value-bytes", "--remote-queue-pages",
+    "--remote-write",  "--remote-prefetch",   "--remote-wait-writes"};
 }  // namespace
 
 void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
@@ -44,6 +44,12 @@ void declare_remote_flags(CommandLine& cli, RemoteFlags& f) {
            "best_effort takes only what has arrived (never waits), timeout waits for the rest up "
            "to --remote-timeout-ms, then looks up what no prefetch asked for (default off: admit "
            "looks up synchronously)");
+  cli.flag("--remote-wait-writes", f.wait_writes,
+           "before each request (cache mode) or scheduler step (engine mode), wait until the "
+           "writer thread has sent every page queued so far, so that what a lookup finds does not "
+           "depend on that thread's speed: with a queue that drops nothing (--remote-queue-pages), "
+           "a cache-mode run on an empty prefix is repeatable to the page (engine mode's clock "
+           "still counts the store's wall time); for tests and comparisons, slower");
 }
 
 void check_remote_flags(const CommandLine& cli, const std::string& mode_refusal) {

@@ -20,6 +20,7 @@ struct RemoteFlags {
   uint64_t queue_pages = 4096;
   std::string write = "back";    // --remote-write: back or through
   std::string prefetch = "off";  // --remote-prefetch: off, best_effort or timeout
+  bool wait_writes = false;      // --remote-wait-writes: drain the writer before each request
 };
 
 void declare_remote_flags(CommandLine& cli, RemoteFlags& flags);

@@ -194,6 +194,7 @@ void EngineRunner::submit(uint32_t index) {
 }
 
 void EngineRunner::step() {
+  if (primary_ && config_.before_step) config_.before_step();
   runtime_->set_now(now_);  // the priority policy's retention runs on the simulated clock
   // Write-backs of the previous step's commits and finishes occupy the D2H engine from now.
   if (copies_) copies_->write(now_, new_written_pages());

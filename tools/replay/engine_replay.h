@@ -78,6 +78,9 @@ struct EngineReplayConfig {
   // Both for the run the report describes only, not for its baselines.
   // Called with the tree once the run is over, before it is torn down (its final pages).
   std::function<void(const RadixTree&)> at_end;
+  // Called before each scheduler step of that run (radixkv replay --remote-wait-writes drains the
+  // remote tier's writer there, so that a lookup finds every page dropped before its step).
+  std::function<void()> before_step;
   // Called every few thousand requests finished and once at the end: (finished, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };
