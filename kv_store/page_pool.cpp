@@ -159,6 +159,22 @@ void PagePool::retain(PageId page) {
   ++count(page);
 }
 
+void PagePool::retain(std::span<const PageId> pages) {
+  // One pass; at the first bad page, what came before is undone and the error names it. The pool's
+  // bounds are read once: a store to a refcount could alias them (both uint32_t), which would
+  // otherwise reload them for every page.
+  uint32_t* const counts = refcount_.get();
+  const PageId first = first_, capacity = capacity_;
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    const PageId at = pages[i] - first;
+    if (at >= capacity || counts[at] == 0 || counts[at] == std::numeric_limits<uint32_t>::max()) {
+      for (std::size_t j = 0; j < i; ++j) --counts[pages[j] - first];
+      retain(pages[i]);  // throws, saying why
+    }
+    ++counts[at];
+  }
+}
+
 void PagePool::release(PageId page) {
   check_held(page, "release");
   if (--count(page) == 0) free_list_.push_back(page);
@@ -173,15 +189,19 @@ void PagePool::check_held(std::span<const PageId> pages, const char* operation) 
 void PagePool::release(std::span<const PageId> pages) {
   // All valid, or nothing changes. Checking every id up front is not enough: a page listed more
   // often than it is held runs out part way. So release in order and, at the first bad id, undo
-  // what came before (the pages freed here are the newest on the free list) and throw.
+  // what came before (the pages freed here are the newest on the free list) and throw. Bounds are
+  // read once, as in retain().
+  uint32_t* const counts = refcount_.get();
+  const PageId first = first_, capacity = capacity_;
   const std::size_t free_before = free_list_.size();
   for (std::size_t i = 0; i < pages.size(); ++i) {
     const PageId page = pages[i];
-    if (!contains(page) || count(page) == 0) {
+    const PageId at = page - first;
+    if (at >= capacity || counts[at] == 0) {
       const bool listed_before =
           std::find(pages.begin(), pages.begin() + i, page) != pages.begin() + i;
       free_list_.resize(free_before);
-      for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);
+      for (std::size_t j = 0; j < i; ++j) ++counts[pages[j] - first];
       if (listed_before) {
         throw std::logic_error(fmt::format(
             "PagePool::release: page {} is listed more often than it is held (refcount {})", page,
@@ -189,7 +209,7 @@ void PagePool::release(std::span<const PageId> pages) {
       }
       check_held(page, "release");  // throws: not in the pool, or free
     }
-    if (--count(page) == 0) free_list_.push_back(page);
+    if (--counts[at] == 0) free_list_.push_back(page);
   }
 }
 

@@ -67,6 +67,9 @@ class PagePool {
   // and leaves `out` and the pool untouched when fewer than n are free.
   [[nodiscard]] bool allocate(uint32_t n, std::vector<PageId>& out);
   void retain(PageId page);
+  // retain() of every page listed (a page listed twice gains two references); all or nothing:
+  // throws, changing nothing, for a page that is not in the pool, is free, or would overflow.
+  void retain(std::span<const PageId> pages);
   void release(PageId page);
   // All or nothing: a bad id, or a page listed more often than it is held, throws and changes
   // nothing.

@@ -223,7 +223,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
       tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint_for(request));
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
-  for (PageId page : s.block_table) pool_.retain(page);
+  pool_.retain(s.block_table);
   // The device run; a host run follows it (MatchResult), loaded into pages allocated below.
   const uint32_t matched_pages = static_cast<uint32_t>(s.block_table.size());
 
@@ -275,7 +275,11 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.request_class = request.request_class;
   s.load_ticket = ticket;
   s.locked = match.node;
-  s.tokens.assign(request.prompt.begin(), request.prompt.end());
+  if (cache_only) {
+    s.borrowed_tokens = request.prompt;
+  } else {
+    s.own_tokens.assign(request.prompt.begin(), request.prompt.end());
+  }
   ++live_;
   uint32_t remote_tokens = 0;
   if (remote_ != nullptr) {
@@ -319,10 +323,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
 // sequence's) and cached at once, as if computed (the sequence locks them). Returns how many.
 uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint32_t cut_pages) {
   if (cut_pages <= local_pages) return 0;
-  const PageHash parent = chain_page_hashes(s.name_space, s.tokens, page_tokens_, local_pages,
+  const PageHash parent = chain_page_hashes(s.name_space, s.tokens(), page_tokens_, local_pages,
                                             cut_pages - local_pages, remote_hashes_);
-  const std::span<const TokenId> tokens =
-      std::span<const TokenId>(s.tokens).subspan(size_t{local_pages} * page_tokens_);
+  const std::span<const TokenId> tokens = s.tokens().subspan(size_t{local_pages} * page_tokens_);
   const std::span<const PageId> device_pages =
       std::span<const PageId>(s.block_table).subspan(local_pages, cut_pages - local_pages);
   const uint32_t loaded = staging_
@@ -391,7 +394,7 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
         s.request_id));
   }
   ExtendResult result;
-  if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
+  if (s.own_tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
     const AllocResult alloc = allocator_.allocate(1, s.block_table);
     result.evicted_pages = alloc.evicted_pages;
     stats_.evicted_pages += alloc.evicted_pages;
@@ -403,7 +406,7 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
     }
     result.new_page = true;
   }
-  s.tokens.push_back(token);
+  s.own_tokens.push_back(token);
   ++stats_.decode_tokens;
   end_call();
   return result;
@@ -411,11 +414,11 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
 
 void PrefixCacheRuntime::check_computed(const Sequence& s, uint32_t computed_tokens,
                                         const char* operation) const {
-  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens.size()) {
+  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens().size()) {
     throw std::invalid_argument(fmt::format(
         "PrefixCacheRuntime::{}: request {} cannot have {} computed tokens: it has {} already and "
         "{} tokens in all",
-        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens.size()));
+        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens().size()));
   }
 }
 
@@ -443,7 +446,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   // Only what follows the committed prefix is new to the walk: insert below the locked node that
   // ends it, instead of re-reading the whole prefix from the root.
   const size_t from = size_t{s.committed_pages} * page_tokens_;
-  const std::span<const TokenId> rest(s.tokens.data() + from,
+  const std::span<const TokenId> rest(s.tokens().data() + from,
                                       size_t{full_pages} * page_tokens_ - from);
   const InsertResult inserted =
       tree_.insert_below(s.locked, rest,
@@ -571,7 +574,8 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
   pool_.release(s.block_table);
   tree_.unlock(s.locked);
   s.block_table.clear();
-  s.tokens.clear();
+  s.own_tokens.clear();
+  s.borrowed_tokens = {};
   s.locked = nullptr;
   s.load_ticket = 0;
   s.state = end_state;

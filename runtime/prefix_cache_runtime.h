@@ -155,7 +155,8 @@ enum class AdmitMode : uint8_t {
   // the whole pages after it only, as many as the pool can give once everything evictable is
   // evicted (AdmitResult::uncached_pages: the rest, which the caller does not cache). The partial
   // last page is neither matched nor cached, and the sequence cannot decode (append_token throws).
-  // kNoSpace only when a host run to load finds no device pages; never kTooLarge.
+  // kNoSpace only when a host run to load finds no device pages; never kTooLarge. The prompt is
+  // read in place, not copied: the caller keeps it alive and unchanged until the sequence ends.
   kCacheOnly,
 };
 

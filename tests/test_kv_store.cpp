@@ -95,6 +95,30 @@ TEST_CASE("releasing a list is all or nothing, also when a page is listed more o
   CHECK(std::adjacent_find(again.begin(), again.end()) == again.end());  // no page handed out twice
 }
 
+TEST_CASE("retaining a list is all or nothing, and a page listed twice gains two references") {
+  PagePool pool(KvLayout{1, 1, 8, 2, 4}, 4);
+  std::vector<PageId> pages;
+  REQUIRE(pool.allocate(3, pages));
+  pool.release(pages[2]);  // free now
+  const std::vector<std::pair<std::vector<PageId>, const char*>> bad_lists = {
+      {{pages[0], pages[1], pages[2]}, "is free"},  // the bad page last: the others undone
+      {{pages[1], PageId{17}, pages[0]}, "not in this pool"},
+  };
+  for (const auto& [list, why] : bad_lists) {
+    CAPTURE(why);
+    CHECK_THROWS_WITH_AS(pool.retain(list), doctest::Contains(why), std::logic_error);
+    CHECK(pool.refcount(pages[0]) == 1);
+    CHECK(pool.refcount(pages[1]) == 1);
+    CHECK(pool.refcount(pages[2]) == 0);
+    CHECK(pool.free_pages() == 2);
+  }
+  pool.retain(std::vector<PageId>{pages[0], pages[1], pages[0]});
+  CHECK(pool.refcount(pages[0]) == 3);
+  CHECK(pool.refcount(pages[1]) == 2);
+  pool.release(std::vector<PageId>{pages[0], pages[0], pages[0], pages[1], pages[1]});
+  CHECK(pool.free_pages() == 4);
+}
+
 TEST_CASE("partitions take contiguous ranges of one pool's ids and keep their own free lists") {
   const KvLayout layout{1, 1, 8, 2, 4};
   PagePool pool(layout, 10, make_host_backend());
