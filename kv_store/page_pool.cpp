@@ -23,6 +23,10 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
         fmt::format("PagePool: capacity must be between 1 and {} pages, got {}", kInvalidPage - 1,
                     capacity_pages));
   }
+  if (uint64_t bytes = 0; __builtin_mul_overflow(uint64_t{capacity_}, bytes_per_page_, &bytes)) {
+    throw std::invalid_argument(
+        fmt::format("PagePool: {} pages of {} bytes pass 2^64 bytes", capacity_, bytes_per_page_));
+  }
   backend_->reserve(capacity_, bytes_per_page_);
   refcount_ = zeroed_counts(capacity_);
   never_used_ = first_;

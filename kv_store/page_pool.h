@@ -46,7 +46,8 @@ namespace radixkv {
 
 class PagePool {
  public:
-  // capacity_pages must be at least 1 and below kInvalidPage.
+  // capacity_pages must be at least 1 and below kInvalidPage, and the pool no more than 2^64 bytes
+  // (std::invalid_argument otherwise, as for a bad layout).
   PagePool(KvLayout layout, uint32_t capacity_pages,
            std::unique_ptr<PageBackend> backend = make_accounting_backend());
   // A partition of `parent`: the next `pages` ids that no partition of it has taken, which must
