@@ -21,9 +21,10 @@
 // a contiguous range of another pool's ids: the same storage and layout, so page ids stay unique
 // across all partitions of a pool and every id addresses the same bytes in all of them.
 //
-// One user: a PrefixCacheRuntime claims its pool (Claim) for its whole life, and a second runtime
-// over the same pool, or over a pool whose pages are in use or lent, is refused; two runtimes
-// would each take the other's pages for leaks.
+// One user: a PrefixCacheRuntime claims its pool, and its host tier's pool, (Claim) for its whole
+// life, and a second runtime over either (as its device pool or as its host tier), or over a
+// pool whose pages are in use or lent, is refused; two runtimes would each take the other's
+// pages for leaks.
 //
 // Not thread-safe: one owner (a scheduler thread, or a caller holding a lock) at a time. The
 // partitions of one pool share no mutable state (each has its own free list and refcounts; the
@@ -105,11 +106,11 @@ class PagePool {
 
   // Exclusive use of the pool for as long as the Claim lives. Throws std::logic_error, changing
   // nothing, when the pool is claimed already or any of its pages is in use (or lent to
-  // partitions), naming `owner` and what is in the way.
+  // partitions), naming `owner`, the owner that holds it, and what is in the way.
   class Claim {
    public:
     Claim(PagePool& pool, std::string_view owner);
-    ~Claim() { pool_.claimed_ = false; }
+    ~Claim() { pool_.claimed_by_.clear(); }
     Claim(const Claim&) = delete;
     Claim& operator=(const Claim&) = delete;
 
@@ -139,7 +140,7 @@ class PagePool {
   PagePool* parent_ = nullptr;  // a partition's pool
   uint32_t lent_ = 0;           // ids [first_, first_ + lent_) went to partitions
   uint32_t partitions_ = 0;     // partitions alive
-  bool claimed_ = false;
+  std::string claimed_by_;      // the owner of the Claim; empty: not claimed
   std::unique_ptr<uint32_t[], FreeCounts> refcount_;  // by page - first_
   std::vector<PageId> free_list_;  // a stack: the page released last is handed out first
   PageId never_used_ = 0;          // ids [never_used_, end_page()) were never handed out

@@ -196,8 +196,8 @@ class PrefixCacheRuntime {
   // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
   // std::invalid_argument for a bad budget, policy (a factory that returns none is one), write
   // policy or host tier, a remote tier over a device pool on a GPU without a host tier (its
-  // pages have to be staged through host memory), std::logic_error when the pool is in use
-  // (above).
+  // pages have to be staged through host memory), std::logic_error when the pool or the host
+  // tier's pool is in use (above: another runtime's device or host pool, or pages held).
   PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {},
                      const TierConfig& tiers = {});
   ~PrefixCacheRuntime();
@@ -287,6 +287,7 @@ class PrefixCacheRuntime {
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
+  std::optional<PagePool::Claim> host_claim_;  // the host tier's pool, likewise
   uint32_t page_tokens_;
   std::unique_ptr<PageCopier> own_copier_;  // when TierConfig names none; outlives tree_
   RadixTree tree_;
