@@ -21,6 +21,7 @@
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
+#include "tools/cli/output_path.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/remote_flags.h"
 #include "tools/cli/tier_flags.h"
@@ -271,6 +272,8 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
     }
     if (cli.given("--plot"))
       throw UsageError(fmt::format("{}: needs --sweep", cli.describe("--plot")));
+  } else {
+    check_output_path(cli, "--plot", f.plot);  // written after every run of the sweep
   }
   const std::string several_runs = cli.given("--sweep")        ? "--sweep"
                                    : cli.given("--sweep-host") ? "--sweep-host"
