@@ -550,7 +550,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   std::optional<EventsOutput> events;
   if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
   const std::unique_ptr<remote::RemoteTier> remote =
-      make_remote_tier(cli, f.remote, plan.layout, f.model);
+      make_remote_tier(cli, f.remote, plan.layout, f.model, err);
 
   const auto load_start = std::chrono::steady_clock::now();
   const Trace trace = load_trace(cli, f, plan.read);
@@ -597,7 +597,8 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
   out.flush();  // the report is out before the linger
   const bool events_ok = !events || events->close(err);
-  return status == kExitOk && !(pages_dumped && events_ok) ? kExitFailure : status;
+  const bool remote_ok = !remote || check_remote_answered(*remote, err);
+  return status == kExitOk && !(pages_dumped && events_ok && remote_ok) ? kExitFailure : status;
 }
 
 }  // namespace radixkv::tools
