@@ -81,26 +81,28 @@ class PagePool {
   // Starts loading the page's refcount into the cache ahead of a release(); a page that is not in
   // the pool is ignored. No effect on the pool. Always inlined: g++ 12 deletes calls to a function
   // that only prefetches, having found it "pure".
-  [[gnu::always_inline]] void prefetch(PageId page) const {
+  [[gnu::always_inline]] void prefetch(PageId page) const noexcept {
     if (contains(page)) __builtin_prefetch(&refcount_[page - first_], 1);
   }
-  bool contains(PageId page) const { return page - first_ < capacity_; }  // wraps below first_
-  PageId first_page() const { return first_; }
-  PageId end_page() const { return first_ + capacity_; }
+  bool contains(PageId page) const noexcept {
+    return page - first_ < capacity_;
+  }  // wraps below first_
+  PageId first_page() const noexcept { return first_; }
+  PageId end_page() const noexcept { return first_ + capacity_; }
 
-  const KvLayout& layout() const { return layout_; }
-  uint32_t capacity_pages() const { return capacity_; }
-  uint32_t free_pages() const {
+  const KvLayout& layout() const noexcept { return layout_; }
+  uint32_t capacity_pages() const noexcept { return capacity_; }
+  uint32_t free_pages() const noexcept {
     return static_cast<uint32_t>(free_list_.size()) + (end_page() - never_used_);
   }
-  uint32_t used_pages() const { return capacity_ - free_pages(); }
-  uint64_t bytes_per_page() const { return bytes_per_page_; }
-  uint64_t capacity_bytes() const { return uint64_t{capacity_} * bytes_per_page_; }
-  uint64_t used_bytes() const { return uint64_t{used_pages()} * bytes_per_page_; }
-  uint64_t peak_used_pages() const { return peak_used_; }
+  uint32_t used_pages() const noexcept { return capacity_ - free_pages(); }
+  uint64_t bytes_per_page() const noexcept { return bytes_per_page_; }
+  uint64_t capacity_bytes() const noexcept { return uint64_t{capacity_} * bytes_per_page_; }
+  uint64_t used_bytes() const noexcept { return uint64_t{used_pages()} * bytes_per_page_; }
+  uint64_t peak_used_pages() const noexcept { return peak_used_; }
 
-  PageBackend& backend() { return *backend_; }
-  const PageBackend& backend() const { return *backend_; }
+  PageBackend& backend() noexcept { return *backend_; }
+  const PageBackend& backend() const noexcept { return *backend_; }
   // The page's bytes; throws std::logic_error unless the backend keeps pages in host memory.
   std::span<std::byte> host_bytes(PageId page);
 

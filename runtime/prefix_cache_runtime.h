@@ -154,14 +154,14 @@ struct AdmitResult {
   std::span<const PageId> block_table;  // valid until the sequence changes
   uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
   uint64_t short_pages = 0;             // when refused: pages still missing
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 struct ExtendResult {
   RuntimeStatus status = RuntimeStatus::kOk;
   bool new_page = false;  // a page was allocated for the token
   uint64_t evicted_pages = 0;
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 struct CommitResult {
@@ -231,12 +231,12 @@ class PrefixCacheRuntime {
   // The state a handle's sequence ended in (or kRunning); nullopt for a handle never issued or
   // whose slot has been reused since.
   std::optional<SeqState> state(SeqHandle seq) const;
-  uint32_t live_sequences() const { return live_; }
+  uint32_t live_sequences() const noexcept { return live_; }
 
   // The caller's clock in seconds (a trace's arrival times), passed to the policy with every access
   // (AccessHint::now) from now on; policies with a retention period read it. Starts at 0.
-  void set_now(double seconds) { now_ = seconds; }
-  double now() const { return now_; }
+  void set_now(double seconds) noexcept { now_ = seconds; }
+  double now() const noexcept { return now_; }
 
   // Evicts up to n evictable device cache pages in policy order (to the host tier under
   // write-back); returns how many were released.
@@ -258,13 +258,13 @@ class PrefixCacheRuntime {
 
   // Read-only views. The tree is for dumps, verify() and its statistics; only the runtime
   // changes it.
-  const RuntimeStats& stats() const { return stats_; }
-  uint32_t page_tokens() const { return page_tokens_; }
-  uint64_t cached_pages() const { return tree_.cached_pages(); }
+  const RuntimeStats& stats() const noexcept { return stats_; }
+  uint32_t page_tokens() const noexcept { return page_tokens_; }
+  uint64_t cached_pages() const noexcept { return tree_.cached_pages(); }
   // Cached pages no live sequence pins: what eviction could free for an allocation now.
-  uint64_t evictable_pages() const { return tree_.evictable_pages(); }
-  const RadixTree& tree() const { return tree_; }
-  const PagePool& pool() const { return pool_; }
+  uint64_t evictable_pages() const noexcept { return tree_.evictable_pages(); }
+  const RadixTree& tree() const noexcept { return tree_; }
+  const PagePool& pool() const noexcept { return pool_; }
   const CacheBudget& budget() const { return allocator_.budget(); }
 
  private:
