@@ -130,8 +130,14 @@ mutant pool-peak-not-tracked kv_store/page_pool.cpp \
 mutant pool-partition-ids-from-zero kv_store/page_pool.cpp \
   "a partition numbers its free pages from 0 instead of from its first id" \
   'free_list_[i] = end_page() - 1 - i;' 'free_list_[i] = capacity_ - 1 - i;'
+mutant layout-page-unchecked kv_store/kv_layout.cpp \
+  "a layout is validated on the size of a token only, so a page may still wrap past 2^64" \
+  'checked_size(*this, true);  // the page' 'checked_size(*this, false);  // the page'
 
 # ---- runtime/: the adapter
+mutant runtime-host-pool-unclaimed runtime/prefix_cache_runtime.cpp \
+  "the runtime leaves its host tier's pool unclaimed (a comparison the wrong way round)" \
+  'if (tiers.host.pool == nullptr || tiers.host.pool == &device) return std::nullopt;' 'if (tiers.host.pool == nullptr || tiers.host.pool != &device) return std::nullopt;'
 mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
   "admit tells the model to start at position 0 after a reused prefix (mistral.rs)" \
   'result.position_offset = match.tokens;' 'result.position_offset = 0;'
@@ -284,7 +290,16 @@ mutant router-feed-stale-stamp router/event_feed.cpp \
 mutant router-feed-duplicate-applied router/event_feed.cpp \
   "a PUB batch already applied through replay is applied again" \
   'if (s < w.next_seq) return;  // already applied (through replay)' ''
+# ---- events/: endpoints
+mutant endpoint-ipv4-as-host-name events/endpoint.cpp \
+  "a dotted quad is checked as a host name (digits are letters of one), so 256.1.1.1 passes" \
+  'if (host.find_first_not_of("0123456789.") == std::string_view::npos) {' 'if (host.find_first_not_of("0123456789") == std::string_view::npos) {'
+
 # ---- remote/
+mutant remote-writes-not-answers remote/remote_tier.cpp \
+  "a write the store took does not count as an answer: a tier that only writes never worked" \
+  '++answered_;
+      stored_pages_ += result.stored;' 'stored_pages_ += result.stored;'
 mutant remote-bad-value-served remote/remote_tier.cpp \
   "a value whose header does not check out is loaded anyway" \
   'if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {' 'if (check_page_value(*values[loaded], expected, &payload) == ValueCheck::kMagic) {'
