@@ -23,6 +23,10 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
         fmt::format("PagePool: capacity must be between 1 and {} pages, got {}", kInvalidPage - 1,
                     capacity_pages));
   }
+  if (uint64_t bytes = 0; __builtin_mul_overflow(uint64_t{capacity_}, bytes_per_page_, &bytes)) {
+    throw std::invalid_argument(
+        fmt::format("PagePool: {} pages of {} bytes pass 2^64 bytes", capacity_, bytes_per_page_));
+  }
   backend_->reserve(capacity_, bytes_per_page_);
   refcount_ = zeroed_counts(capacity_);
   never_used_ = first_;
@@ -35,7 +39,7 @@ PagePool::PagePool(PagePool& parent, uint32_t pages)
       capacity_(pages),
       backend_(parent.backend_),
       parent_(&parent) {
-  if (parent.claimed_) {
+  if (!parent.claimed_by_.empty()) {
     throw std::logic_error("PagePool: a pool that a runtime uses cannot be split into partitions");
   }
   const uint32_t left = parent.capacity_ - parent.lent_;
@@ -92,18 +96,18 @@ std::unique_ptr<uint32_t[], PagePool::FreeCounts> PagePool::zeroed_counts(uint32
 }
 
 PagePool::Claim::Claim(PagePool& pool, std::string_view owner) : pool_(pool) {
-  if (pool.claimed_) {
+  if (!pool.claimed_by_.empty()) {
     throw std::logic_error(fmt::format(
-        "{}: its PagePool already serves another runtime; give each runtime its own pool "
-        "(SharedRuntime splits one pool between threads)",
-        owner));
+        "{}: its PagePool already serves another runtime (claimed by {}); give each runtime its "
+        "own pools, device and host (SharedRuntime splits one pool between threads)",
+        owner, pool.claimed_by_));
   }
   if (pool.used_pages() != 0) {
     throw std::logic_error(fmt::format(
         "{}: {} of its PagePool's {} pages are in use{}; a runtime needs a pool of free pages",
         owner, pool.used_pages(), pool.capacity_, pool.lent_ > 0 ? " (lent to partitions)" : ""));
   }
-  pool.claimed_ = true;
+  pool.claimed_by_ = owner;
 }
 
 uint32_t PagePool::pages_for_bytes(const KvLayout& layout, uint64_t bytes) {

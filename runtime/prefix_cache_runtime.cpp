@@ -61,6 +61,14 @@ std::unique_ptr<PageCopier> own_copier(const PagePool& device, const TierConfig&
   }
 }
 
+// The host tier's pool, claimed as the device pool is: no other runtime may use it, as device or
+// host pool. (The host pool being the device pool itself is left to the tree, which says so.)
+std::optional<PagePool::Claim> claim_host_pool(const PagePool& device, const TierConfig& tiers) {
+  if (tiers.host.pool == nullptr || tiers.host.pool == &device) return std::nullopt;
+  return std::optional<PagePool::Claim>(std::in_place, *tiers.host.pool,
+                                        "PrefixCacheRuntime's host tier");
+}
+
 // The pages that hold `tokens` tokens, the last one maybe partly.
 uint32_t pages_to_hold(uint64_t tokens, uint32_t page_tokens) {
   return static_cast<uint32_t>((tokens + page_tokens - 1) / page_tokens);
@@ -96,6 +104,7 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
                                        const TierConfig& tiers)
     : pool_(pool),
       claim_(pool, "PrefixCacheRuntime"),
+      host_claim_(claim_host_pool(pool, tiers)),
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       tree_(pool, config.policy.make()),
