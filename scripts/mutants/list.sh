@@ -55,6 +55,9 @@ mutant tier-load-ticket-forgotten radix/radix_tiers.cpp \
 mutant page-hash-chain-first-page radix/radix_events.cpp \
   "a node's first page chains on its parent's first page instead of the parent's last" \
   ': page_hash(parent, parent->num_pages() - 1);' ': page_hash(parent, 0);'
+mutant tier-observer-replaced radix/radix_events.cpp \
+  "a second tier observer replaces the first (issue 28: --remote beside --kv-events stored nothing)" \
+  'if (!events_) events_ = std::make_unique<EventBuffer>();' 'events_ = std::make_unique<EventBuffer>();'
 
 # ---- eviction/: every policy, the budget and the allocator
 mutant lru-add-insertion-order eviction/lru_policy.h \
