@@ -116,7 +116,7 @@ class CombinationTable {
 };
 
 // The table the test runs. Its policy row has a value per policy `radixkv replay --help` lists
-// (tests/test_combinations.cpp checks that it names exactly those).
+// (tests/test_combination_table.cpp checks that it names exactly those).
 CombinationTable combination_table();
 
 // Where the runs of a test process find their inputs.

@@ -19,7 +19,7 @@ if(TARGET radixkv_remote)
     SOURCES test_combinations.cpp
     LIBS radixkv_test_combinations
     LABELS integration
-    LAUNCHER ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh --both)
+    LAUNCHER ${RADIXKV_WITH_REDIS} --both)
   foreach(test test_combination_table test_combinations)
     add_dependencies(${test} radixkv)
   endforeach()
