@@ -32,8 +32,8 @@ bool is_text(PyObject* source) {
          (PyBytes_Check(base) || PyByteArray_Check(base));
 }
 
-// Python's bool and NumPy's (numpy.bool_, numpy.bool in NumPy 2) are integers to Python, but a
-// True among token ids is a bug, not token 1.
+// Python's bool and NumPy's (numpy.bool_, numpy.bool in NumPy 2) are integers to Python (NumPy 1's
+// has __index__, deprecated), but a True among token ids is a bug, not token 1.
 bool is_bool(PyObject* item) {
   if (PyBool_Check(item)) return true;
   const std::string_view type = Py_TYPE(item)->tp_name;
