@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import radixkv
-from engine_fakes import ReqToTokenPool, SlotAllocator
+from engine_fakes import ReqToTokenPool, SlotAllocator, values
 from radixkv.sglang import (
     AllBlocksCleared,
     BaseKey,
@@ -19,10 +19,6 @@ from radixkv.sglang import (
     RadixCache,
     RadixKey,
 )
-
-
-def values(indices):
-    return [int(v) for v in indices.tolist()]
 
 
 def make_cache(page_size=1, pages=256, **kwargs):

@@ -11,7 +11,7 @@ from array import array
 import numpy as np
 import pytest
 
-from engine_fakes import ReqToTokenPool, SlotAllocator
+from engine_fakes import ReqToTokenPool, SlotAllocator, values
 from radixkv.sglang import (
     CacheInitParams,
     EvictParams,
@@ -22,10 +22,6 @@ from radixkv.sglang import (
     RadixCache,
     RadixKey,
 )
-
-
-def values(indices):
-    return [int(v) for v in indices.tolist()]
 
 
 def make_cache(page_size=1, pages=256, **kwargs):
