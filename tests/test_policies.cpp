@@ -274,7 +274,7 @@ TEST_CASE("make_policy names the spec and the problem in its errors") {
     std::string_view spec;
     std::string_view expected;
   };
-  for (const Case c : {Case{"mru", "unknown eviction policy 'mru' (known: lru, lfu"},
+  for (const Case c : {Case{"lirs", "unknown eviction policy 'lirs' (known: lru, lfu"},
                        Case{"", "unknown eviction policy ''"},
                        Case{"lru:size=3", "'lru:size=3': unknown parameter 'size' (known: none)"},
                        Case{"slru:protect=0.5", "unknown parameter 'protect' (known: protected)"},

@@ -186,9 +186,9 @@ TEST_CASE("a host tier's configuration errors name the host tier and what is wro
                        doctest::Contains("host tier: unknown write policy 'write_sometimes'"),
                        std::invalid_argument);
   c.host.write_policy = "write_back";
-  c.host.policy = "mru";
+  c.host.policy = "lirs";
   CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c),
-                       doctest::Contains("host tier: unknown eviction policy 'mru'"),
+                       doctest::Contains("host tier: unknown eviction policy 'lirs'"),
                        std::invalid_argument);
   c.host.policy = "lru";
   c.host.cache_bytes = 1;
