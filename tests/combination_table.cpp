@@ -120,7 +120,8 @@ CombinationTable combination_table() {
       {"policy",
        FeatureKind::kPolicy,
        {policy("lru"), policy("lfu"), policy("fifo"), policy("priority"), policy("slru"),
-        policy("sieve"), policy("gdsf"), policy("reuse"), policy("belady")}},
+        policy("sieve"), policy("gdsf"), policy("reuse"), policy("mru"), policy("filo"),
+        policy("belady")}},
       // Sizes: every request, its answer included, fits on the device, and every run evicts (chats:
       // 55 requests, the longest over 10,500 tokens, 226 K in all; subagents: 35 of up to 12,672,
       // 283 K in all; mooncake: 45 requests of up to 4,429, 166 K in all).
