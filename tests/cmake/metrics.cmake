@@ -1,0 +1,10 @@
+# Tests of metrics/ (issue 33): the miss-ratio curve against naive models and against cache-mode
+# replay sweeps on every sample trace family, and the Prometheus exposition read back by Python's
+# prometheus_client (an independent parser).
+radixkv_add_test(test_metrics SOURCES test_metrics_mrc.cpp LIBS radixkv_metrics)
+
+radixkv_add_test(test_prometheus SOURCES test_prometheus.cpp
+  LIBS radixkv_metrics radixkv_test_process nlohmann_json::nlohmann_json)
+target_compile_definitions(test_prometheus PRIVATE
+  RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+
