@@ -8,3 +8,6 @@ radixkv_add_test(test_prometheus SOURCES test_prometheus.cpp
 target_compile_definitions(test_prometheus PRIVATE
   RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 
+# One case per trace family; each replays its trace at six sizes.
+radixkv_add_test(test_mrc_replay SOURCES test_mrc_replay.cpp LIBS radixkv_replay radixkv_metrics)
+target_compile_definitions(test_mrc_replay PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
