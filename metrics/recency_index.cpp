@@ -57,12 +57,11 @@ bool RecencyIndex::contains(uint64_t key) const {
   return key != kNoKey && table_keys_[position(key)] == key;
 }
 
-std::optional<uint64_t> RecencyIndex::touch(uint64_t key) {
+void RecencyIndex::touch(uint64_t key) {
   if (key == kNoKey) throw std::invalid_argument("RecencyIndex: the key kNoKey is reserved");
   const std::size_t pos = position(key);
   if (table_keys_[pos] == key) {
     const uint32_t old_slot = table_slots_[pos];
-    const uint64_t more_recent = size_ - occupied_through(old_slot);
     fenwick_add(old_slot, -1);
     slot_keys_[old_slot] = kNoKey;
     // Compaction renumbers only the keys in slots; this one is out of its slot meanwhile.
@@ -70,7 +69,7 @@ std::optional<uint64_t> RecencyIndex::touch(uint64_t key) {
     slot_keys_[slot] = key;
     fenwick_add(slot, +1);
     table_slots_[pos] = slot;
-    return more_recent;
+    return;
   }
   if (size_ == max_keys_) {
     throw std::length_error(
@@ -82,7 +81,6 @@ std::optional<uint64_t> RecencyIndex::touch(uint64_t key) {
   slot_keys_[slot] = key;
   fenwick_add(slot, +1);
   ++size_;
-  return std::nullopt;
 }
 
 std::optional<uint64_t> RecencyIndex::more_recent(uint64_t key) const {

@@ -36,9 +36,8 @@ class RecencyIndex {
 
   // How many keys were accessed more recently than `key`; nullopt when it is absent.
   std::optional<uint64_t> more_recent(uint64_t key) const;
-  // Makes `key` the most recent, adding it when absent. Returns what more_recent() returned
-  // before.
-  std::optional<uint64_t> touch(uint64_t key);
+  // Makes `key` the most recent, adding it when absent.
+  void touch(uint64_t key);
   // Removes the least recent key; false when empty.
   bool erase_least_recent();
 
