@@ -217,5 +217,7 @@ TEST_CASE("mrc vs replay: a generated trace of agents in four namespaces") {
   gen.namespaces = 4;
   gen.agent_fraction = 0.5;
   gen.system_prompts = 64;
-  check_family(generate_trace(gen, "gen --seed 7 --namespaces 4 --agent-fraction 0.5"), 16, 8192);
+  check_family(
+      generate_trace(gen, "gen --seed 7 --namespaces 4 --agent-fraction 0.5 --system-prompts 64"),
+      16, 8192);
 }
