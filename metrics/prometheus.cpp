@@ -41,6 +41,24 @@ void check_label_names(std::string_view family, std::span<const Label> labels, b
   }
 }
 
+// `\` and newline, and `"` too where `quotes` (a label value).
+std::string escape(std::string_view text, bool quotes) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view to_string(MetricType type) {
@@ -61,37 +79,9 @@ std::string format_value(double value) {
   return fmt::format("{}", value);
 }
 
-std::string escape_help(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (const char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string escape_help(std::string_view help) { return escape(help, false); }
 
-std::string escape_label_value(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (const char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string escape_label_value(std::string_view value) { return escape(value, true); }
 
 void PrometheusWriter::family(std::string_view name, MetricType type, std::string_view help) {
   if (!valid_name(name, true)) {

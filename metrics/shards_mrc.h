@@ -8,13 +8,13 @@
 //
 // LRU stack model. A page's reuse distance is the number of distinct pages touched since its last
 // access, as of the start of the request that accesses it again (all of a request's distances
-// are read before any of its pages moves). An LRU cache of C pages holds
-// exactly the C most recent pages (the stack property), so an access hits at every C above its
-// distance. Within a request the pages are stacked root last: a page is always more recent than
-// its descendants, as a parent in a radix tree whose eviction takes leaf tails is at least as
-// recent as its children. In that order this model is exactly cache-mode replay with policy lru
-// (docs/metrics.md, "The miss-ratio curve"; tests/test_mrc_replay.cpp checks it at rate 1 against
-// the replay on every sample trace).
+// are read before any of its pages moves). An LRU cache of C pages holds exactly the C most
+// recent pages (the stack property), so an access hits at every C above its distance. Within a
+// request the pages are stacked root last: a page is always more recent than its descendants, as a
+// parent in a radix tree whose eviction takes leaf tails is at least as recent as its children. In
+// that order this model is exactly cache-mode replay with policy lru (docs/metrics.md, "The
+// miss-ratio curve"; tests/test_mrc_replay.cpp checks it at rate 1 against the replay on every
+// sample trace).
 //
 // Sampling (SHARDS). A key is tracked only if its value (key ^ SplitMix64(seed)) >> 1 is at most a
 // threshold: rate R = (threshold + 1) / 2^63 (keys are uniform 64-bit hashes). Distances count
@@ -30,7 +30,7 @@
 // keys, and the rate is R = min(config.rate, max_keys / C_max), fixed at construction: the most
 // samples max_keys allows at every capacity. (SHARDS's own fixed-size variant instead lowers the
 // threshold as distinct keys arrive; over a long run, most of those are pages never seen again,
-// which this window does not spend the budget on: docs/metrics.md compares the two.)
+// which this window does not spend the budget on.)
 //
 // Memory: every array is allocated at construction: memory_bytes() ==
 // RecencyIndex::memory_bound(window_keys()) <= memory_bound(max_keys), 48 bytes a key: 768 KiB
