@@ -38,4 +38,18 @@ class LatencyHistogram {
   uint64_t sum_ns_ = 0;
 };
 
+// Observes the time from its construction to its destruction (two steady_clock reads).
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(LatencyHistogram& histogram)
+      : histogram_(histogram), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() { histogram_.observe(std::chrono::steady_clock::now() - start_); }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  LatencyHistogram& histogram_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace radixkv::metrics

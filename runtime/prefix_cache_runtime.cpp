@@ -186,7 +186,13 @@ std::optional<SeqState> PrefixCacheRuntime::state(SeqHandle seq) const {
 
 SequenceView PrefixCacheRuntime::view(SeqHandle seq) const { return live(seq, "view").view(); }
 
+void PrefixCacheRuntime::start_miss_ratio_curve(const metrics::ShardsConfig& config) {
+  const uint64_t pages = budget().limit_pages() + (host_budget_ ? host_budget_->limit_pages() : 0);
+  curve_ = std::make_unique<metrics::PromptMrc>(page_tokens_, pages, config);
+}
+
 AdmitResult PrefixCacheRuntime::admit(const Request& request) {
+  const metrics::ScopedTimer timer(latencies_.admit);
   const size_t len = request.prompt.size();
   if (len == 0) {
     throw std::invalid_argument(
@@ -314,6 +320,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   stats_.remote_hit_tokens += remote_tokens;
   stats_.prefill_tokens += len - reused;
   stats_.uncached_pages += result.uncached_pages;
+  if (curve_) curve_->access(request.name_space, request.prompt);
 
   result.seq = {slot, s.generation};
   result.reused_tokens = reused;
@@ -438,6 +445,7 @@ void PrefixCacheRuntime::mark_computed(SeqHandle seq, uint32_t computed_tokens) 
 }
 
 CommitResult PrefixCacheRuntime::commit(SeqHandle seq, uint32_t computed_tokens) {
+  const metrics::ScopedTimer timer(latencies_.commit);
   Sequence& s = live(seq, "commit");
   check_computed(s, computed_tokens, "commit");
   s.computed_tokens = computed_tokens;
@@ -507,6 +515,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
 }
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
+  const metrics::ScopedTimer timer(latencies_.finish);
   Sequence& s = live(seq, "finish");
   // The release at the end is all or nothing, but the insert before it is not undone: so a page
   // the caller released behind our back must be found first, while nothing has changed.

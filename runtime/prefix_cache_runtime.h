@@ -80,14 +80,18 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
+#include "metrics/latency_histogram.h"
+#include "metrics/prompt_mrc.h"
 #include "radix/radix_tree.h"
 #include "runtime/remote_pages.h"
+#include "runtime/runtime_metrics.h"
 #include "runtime/sequence.h"
 #include "runtime/tree_evictor.h"
 
@@ -312,6 +316,19 @@ class PrefixCacheRuntime {
   // Read-only views. The tree is for dumps, verify() and its statistics; only the runtime
   // changes it.
   const RuntimeStats& stats() const noexcept { return stats_; }
+  // What an engine exports (runtime/runtime_metrics.h): the counters above, the tiers' pages and
+  // bytes, the latencies of admit, commit and finish, the live curve when configured; and their
+  // Prometheus text (docs/metrics.md names every family).
+  RuntimeMetrics metrics() const;
+  void write_metrics(std::ostream& out) const;
+  // Starts the live miss-ratio curve afresh (metrics/prompt_mrc.h, docs/metrics.md): from now on
+  // every admitted prompt feeds it, and it gives the LRU hit rate at 1/4x to 8x the cache's size
+  // (its budget, plus the host tier's), at the fixed memory of `config` (768 KiB by default).
+  // Off until called: it costs about as much as admit itself (docs/metrics.md, "Cost"). Throws
+  // std::invalid_argument for a bad config or a cache of fewer than 4 pages.
+  void start_miss_ratio_curve(const metrics::ShardsConfig& config = {});
+  // The live curve; nullptr until start_miss_ratio_curve().
+  const metrics::PromptMrc* miss_ratio_curve() const noexcept { return curve_.get(); }
   uint32_t page_tokens() const noexcept { return page_tokens_; }
   uint64_t cached_pages() const noexcept { return tree_.cached_pages(); }
   // Cached pages no live sequence pins: what eviction could free for an allocation now.
@@ -355,6 +372,10 @@ class PrefixCacheRuntime {
   uint32_t live_ = 0;
   double now_ = 0.0;
   RuntimeStats stats_;
+  struct Latencies {
+    metrics::LatencyHistogram admit, commit, finish;
+  } latencies_;
+  std::unique_ptr<metrics::PromptMrc> curve_;
   std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
   RemotePages* remote_ = nullptr;
   std::vector<PageHash> remote_hashes_;  // scratch for remote lookups

@@ -3,6 +3,7 @@
 (Debian's python3-prometheus-client).
 
 Usage: prometheus_oracle.py EXPOSITION.txt EXPECTED.json
+       prometheus_oracle.py --dump EXPOSITION.txt
 
 EXPECTED.json lists the families radixkv meant to write: [{"name", "type", "help", "samples":
 [{"name", "labels": {...}, "value"}]}], samples in order, a histogram's as Prometheus names them
@@ -12,6 +13,10 @@ prometheus_client.parser.text_string_to_metric_families and compares family by f
 (a counter's family is named without _total, as the client names it), types, help texts (after
 unescaping), every sample's name, labels (after unescaping) and value. Prints "ok", or the first
 difference, and exits 0 or 1.
+
+With --dump it prints what it parsed as one JSON line instead, for tests that compare values
+with their own oracle: {"types": {family: type}, "samples": {"NAME{k=v,...}": value}}, labels
+sorted by name and unescaped, non-finite values as "+Inf", "-Inf", "NaN".
 """
 import json
 import math
@@ -55,7 +60,27 @@ def main():
     return None
 
 
+def dump(path):
+    text = open(path, encoding="utf-8").read()
+    types, samples = {}, {}
+    for family in text_string_to_metric_families(text):
+        types[family.name] = family.type
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            key = f"{sample.name}{{{labels}}}"
+            if key in samples:
+                raise SystemExit(f"sample {key} written twice")
+            value = sample.value
+            if not math.isfinite(value):
+                value = "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+            samples[key] = value
+    print(json.dumps({"types": types, "samples": samples}))
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--dump":
+        dump(sys.argv[2])
+        sys.exit(0)
     difference = main()
     print("ok" if difference is None else difference)
     sys.exit(0 if difference is None else 1)

@@ -11,3 +11,9 @@ target_compile_definitions(test_prometheus PRIVATE
 # One case per trace family; each replays its trace at six sizes.
 radixkv_add_test(test_mrc_replay SOURCES test_mrc_replay.cpp LIBS radixkv_replay radixkv_metrics)
 target_compile_definitions(test_mrc_replay PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
+
+# The runtime's exposition (PrefixCacheRuntime, SharedRuntime) read back by prometheus_client.
+radixkv_add_test(test_runtime_metrics SOURCES test_runtime_metrics.cpp
+  LIBS radixkv_runtime radixkv_test_process nlohmann_json::nlohmann_json)
+target_compile_definitions(test_runtime_metrics PRIVATE
+  RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
