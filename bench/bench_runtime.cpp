@@ -1,9 +1,12 @@
-// BM_AdmitFinish/runtime/tree:<T>/hit:<L>: one request through PrefixCacheRuntime: admit (match,
-// lock, page allocation), mark its prompt computed, finish (insert of the new pages, unlock,
-// release). The runtime's cache first holds the 10^6-token workload of bench_match.cpp, cached the
-// same way (admit, compute, finish); the request is a boundary query of hit L followed by L/4 new
-// tokens. Only the request is timed (manual time, by a steady clock read around it); the leaf that
-// finish cached is erased again, untimed, so that every iteration sees the same cache.
+// BM_AdmitFinish/runtime/tree:<T>/hit:<L>/curve:<off|on>: one request through PrefixCacheRuntime:
+// admit (match, lock, page allocation), mark its prompt computed, finish (insert of the new pages,
+// unlock, release). The runtime's cache first holds the 10^6-token workload of bench_match.cpp,
+// cached the same way (admit, compute, finish); the request is a boundary query of hit L followed
+// by L/4 new tokens. Only the request is timed (manual time, by a steady clock read around it); the
+// leaf that finish cached is erased again, untimed, so that every iteration sees the same cache.
+// .../curve:on: the same with the live miss-ratio curve kept (start_miss_ratio_curve() at its
+// default, before the workload is cached, so that it was fed the workload too): its cost per
+// request, beside curve:off (docs/metrics.md).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -23,7 +26,7 @@ namespace {
 constexpr uint64_t kRuntimeTreeTokens = 1'000'000;
 
 struct RuntimeWorld {
-  RuntimeWorld()
+  explicit RuntimeWorld(bool curve)
       : workload(make_workload(kRuntimeTreeTokens)),
         // Twice what the workload can cache, so the watermarks never evict during the benchmark.
         pool(KvLayout{1, 1, 1, 2, workload.page_tokens},
@@ -31,6 +34,7 @@ struct RuntimeWorld {
                                         workload.conversations.size()) +
                                    1024)),
         runtime(pool) {
+    if (curve) runtime.start_miss_ratio_curve();
     for (std::size_t i = 0; i < workload.stored.size(); ++i) {
       run_request(workload.stored_tokens(i));
     }
@@ -54,13 +58,14 @@ struct RuntimeWorld {
   uint64_t next_id = 0;
 };
 
-RuntimeWorld& runtime_world() {
-  static auto world = std::make_unique<RuntimeWorld>();
-  return *world;
+RuntimeWorld& runtime_world(bool curve) {
+  static auto plain = std::make_unique<RuntimeWorld>(false);
+  static auto with_curve = std::make_unique<RuntimeWorld>(true);
+  return curve ? *with_curve : *plain;
 }
 
-void bm_admit_finish(benchmark::State& state, uint32_t hit) {
-  RuntimeWorld& world = runtime_world();
+void bm_admit_finish(benchmark::State& state, uint32_t hit, bool curve) {
+  RuntimeWorld& world = runtime_world(curve);
   const Query& query = world.workload.find(HitKind::kBoundary, hit)->queries.front();
   RadixTree& tree = detail::RuntimeInternals::tree(world.runtime);
   uint64_t reused = 0;
@@ -83,10 +88,13 @@ void bm_admit_finish(benchmark::State& state, uint32_t hit) {
 void register_runtime_benchmarks() {
   if (tree_sizes().back() < kRuntimeTreeTokens) return;
   for (uint32_t hit : {256u, 4096u, 65536u}) {
-    benchmark::RegisterBenchmark(
-        fmt::format("BM_AdmitFinish/runtime/tree:{}/hit:{}", kRuntimeTreeTokens, hit).c_str(),
-        bm_admit_finish, hit)
-        ->UseManualTime();
+    for (const bool curve : {false, true}) {
+      benchmark::RegisterBenchmark(fmt::format("BM_AdmitFinish/runtime/tree:{}/hit:{}/curve:{}",
+                                               kRuntimeTreeTokens, hit, curve ? "on" : "off")
+                                       .c_str(),
+                                   bm_admit_finish, hit, curve)
+          ->UseManualTime();
+    }
   }
 }
 

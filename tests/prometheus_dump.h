@@ -1,4 +1,4 @@
-// An exposition read back by Python's prometheus_client (tests/prometheus_oracle.py --dump), for
+// Expositions read back by Python's prometheus_client (tests/prometheus_oracle.py --dump), for
 // tests that compare the values with their own oracle: {"types": {family: type}, "samples":
 // {"NAME{k=v,...}": value}}, labels sorted by name. Needs RADIXKV_DEBIAN_PYTHON and
 // RADIXKV_TESTS_DIR defined for the test.
@@ -6,29 +6,43 @@
 
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tests/child_process.h"
 
 namespace radixkv::testing {
 
-inline nlohmann::json read_exposition(const std::string& text) {
+// Several at once: one Python start for all.
+inline std::vector<nlohmann::json> read_expositions(const std::vector<std::string>& texts) {
   using namespace std::chrono_literals;
   static std::atomic<int> serial = 0;
-  const std::string path = scratch_path("exposition-" + std::to_string(serial++) + ".txt");
-  std::ofstream(path) << text;
-  ChildProcess oracle({RADIXKV_DEBIAN_PYTHON,
-                       std::string(RADIXKV_TESTS_DIR) + "/prometheus_oracle.py", "--dump", path});
-  const std::optional<std::string> line = oracle.read_line(60s);
-  REQUIRE_MESSAGE(oracle.wait(60s) == 0, "prometheus_client could not parse:\n" << text);
-  REQUIRE(line.has_value());
-  return nlohmann::json::parse(*line);
+  std::vector<std::string> argv = {
+      RADIXKV_DEBIAN_PYTHON, std::string(RADIXKV_TESTS_DIR) + "/prometheus_oracle.py", "--dump"};
+  for (const std::string& text : texts) {
+    argv.push_back(scratch_path("exposition-" + std::to_string(serial++) + ".txt"));
+    std::ofstream(argv.back()) << text;
+  }
+  ChildProcess oracle(argv);
+  std::vector<nlohmann::json> parsed;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const std::optional<std::string> line = oracle.read_line(60s);
+    if (!line) break;
+    parsed.push_back(nlohmann::json::parse(*line));
+  }
+  REQUIRE_MESSAGE(oracle.wait(60s) == 0, "prometheus_client could not parse one of "
+                                             << texts.size() << " expositions");
+  REQUIRE(parsed.size() == texts.size());
+  return parsed;
+}
+
+inline nlohmann::json read_exposition(const std::string& text) {
+  return read_expositions({text}).front();
 }
 
 // The value of sample `key` ("NAME{k=v,...}"); fails the test when it is not there.

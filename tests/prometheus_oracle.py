@@ -3,7 +3,7 @@
 (Debian's python3-prometheus-client).
 
 Usage: prometheus_oracle.py EXPOSITION.txt EXPECTED.json
-       prometheus_oracle.py --dump EXPOSITION.txt
+       prometheus_oracle.py --dump EXPOSITION.txt...
 
 EXPECTED.json lists the families radixkv meant to write: [{"name", "type", "help", "samples":
 [{"name", "labels": {...}, "value"}]}], samples in order, a histogram's as Prometheus names them
@@ -14,7 +14,7 @@ prometheus_client.parser.text_string_to_metric_families and compares family by f
 unescaping), every sample's name, labels (after unescaping) and value. Prints "ok", or the first
 difference, and exits 0 or 1.
 
-With --dump it prints what it parsed as one JSON line instead, for tests that compare values
+With --dump it prints what it parsed of each file as one JSON line instead, for tests that compare values
 with their own oracle: {"types": {family: type}, "samples": {"NAME{k=v,...}": value}}, labels
 sorted by name and unescaped, non-finite values as "+Inf", "-Inf", "NaN".
 """
@@ -78,8 +78,9 @@ def dump(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--dump":
-        dump(sys.argv[2])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--dump":
+        for path in sys.argv[2:]:
+            dump(path)
         sys.exit(0)
     difference = main()
     print("ok" if difference is None else difference)

@@ -5,7 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <deque>
+#include <fstream>
 #include <random>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -224,4 +227,34 @@ TEST_CASE("SharedRuntime metrics: the shards summed, the curve's sizes and hits 
     CHECK(value("radixkv_mrc_hit_ratio" + label) ==
           doctest::Approx(hits / static_cast<double>(prompt_tokens)).epsilon(1e-12));
   }
+}
+
+TEST_CASE("the Grafana dashboard (docs/grafana-dashboard.json) queries only exported samples") {
+  PagePool device(kLayout, 8);
+  PagePool host(kLayout, 8, make_host_backend());
+  TierConfig tiers;
+  tiers.host.pool = &host;
+  PrefixCacheRuntime runtime(device, {}, tiers);
+  runtime.start_miss_ratio_curve();
+  const nlohmann::json m = read_exposition(exposition(runtime));
+  std::set<std::string> exported;
+  for (const auto& [key, value] : m.at("samples").items()) {
+    exported.insert(key.substr(0, key.find('{')));
+  }
+  const nlohmann::json dashboard = nlohmann::json::parse(
+      std::ifstream(std::string(RADIXKV_TESTS_DIR) + "/../docs/grafana-dashboard.json"));
+  const std::regex name("radixkv_[a-z_]+");
+  std::size_t queried = 0;
+  for (const auto& panel : dashboard.at("panels")) {
+    for (const auto& target : panel.at("targets")) {
+      const std::string expr = target.at("expr");
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name);
+           it != std::sregex_iterator(); ++it) {
+        CAPTURE(expr);
+        CHECK_MESSAGE(exported.contains(it->str()), it->str() << " is not exported");
+        ++queried;
+      }
+    }
+  }
+  CHECK(queried >= 15);
 }
