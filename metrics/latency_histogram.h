@@ -38,17 +38,22 @@ class LatencyHistogram {
   uint64_t sum_ns_ = 0;
 };
 
-// Observes the time from its construction to its destruction (two steady_clock reads).
+// Observes the time from its construction to its destruction (two steady_clock reads) into
+// `histogram`; nothing at all (no clock read) when `histogram` is null.
 class ScopedTimer {
  public:
-  explicit ScopedTimer(LatencyHistogram& histogram)
-      : histogram_(histogram), start_(std::chrono::steady_clock::now()) {}
-  ~ScopedTimer() { histogram_.observe(std::chrono::steady_clock::now() - start_); }
+  explicit ScopedTimer(LatencyHistogram* histogram)
+      : histogram_(histogram),
+        start_(histogram ? std::chrono::steady_clock::now()
+                         : std::chrono::steady_clock::time_point{}) {}
+  ~ScopedTimer() {
+    if (histogram_) histogram_->observe(std::chrono::steady_clock::now() - start_);
+  }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
 
  private:
-  LatencyHistogram& histogram_;
+  LatencyHistogram* histogram_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -47,9 +47,9 @@ PromptMrc::PromptMrc(uint32_t page_tokens, uint64_t capacity_pages, ShardsConfig
       shards_(with_multiples(std::move(shards), page_tokens, capacity_pages)) {}
 
 void PromptMrc::access(Namespace ns, std::span<const TokenId> prompt) {
+  prompt_page_keys(ns, prompt, page_tokens_, keys_);  // the only allocation: first, so that a
+  shards_.access(keys_);                              // failure leaves the curve as it was
   prompt_tokens_ += prompt.size();
-  prompt_page_keys(ns, prompt, page_tokens_, keys_);
-  shards_.access(keys_);
 }
 
 std::vector<MrcPoint> PromptMrc::curve() const {

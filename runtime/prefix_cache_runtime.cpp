@@ -191,8 +191,17 @@ void PrefixCacheRuntime::start_miss_ratio_curve(const metrics::ShardsConfig& con
   curve_ = std::make_unique<metrics::PromptMrc>(page_tokens_, pages, config);
 }
 
+metrics::LatencyHistogram* PrefixCacheRuntime::timed(
+    metrics::LatencyHistogram& histogram) noexcept {
+  if (timing_period_ <= 1) return timing_period_ == 1 ? &histogram : nullptr;
+  timing_draw_ = timing_draw_ * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX
+  // The draw's high half scaled to [0, period) (a multiply and a shift, no division).
+  const uint64_t slot = ((timing_draw_ >> 32) * timing_period_) >> 32;
+  return slot == 0 ? &histogram : nullptr;
+}
+
 AdmitResult PrefixCacheRuntime::admit(const Request& request) {
-  const metrics::ScopedTimer timer(latencies_.admit);
+  const metrics::ScopedTimer timer(timed(latencies_.admit));
   const size_t len = request.prompt.size();
   if (len == 0) {
     throw std::invalid_argument(
@@ -309,6 +318,15 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
       throw;
     }
   }
+  if (curve_) {
+    try {
+      curve_->access(request.name_space, request.prompt);
+    } catch (...) {  // out of memory for the prompt's keys: nothing admitted, nothing leaked
+      release_sequence(s, SeqState::kAborted);
+      end_call();
+      throw;
+    }
+  }
   ticket = s.load_ticket;  // a remote load's ticket comes last and covers the earlier ones
   const uint32_t reused = match.tokens + remote_tokens;
 
@@ -320,7 +338,6 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   stats_.remote_hit_tokens += remote_tokens;
   stats_.prefill_tokens += len - reused;
   stats_.uncached_pages += result.uncached_pages;
-  if (curve_) curve_->access(request.name_space, request.prompt);
 
   result.seq = {slot, s.generation};
   result.reused_tokens = reused;
@@ -445,7 +462,7 @@ void PrefixCacheRuntime::mark_computed(SeqHandle seq, uint32_t computed_tokens) 
 }
 
 CommitResult PrefixCacheRuntime::commit(SeqHandle seq, uint32_t computed_tokens) {
-  const metrics::ScopedTimer timer(latencies_.commit);
+  const metrics::ScopedTimer timer(timed(latencies_.commit));
   Sequence& s = live(seq, "commit");
   check_computed(s, computed_tokens, "commit");
   s.computed_tokens = computed_tokens;
@@ -515,7 +532,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
 }
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
-  const metrics::ScopedTimer timer(latencies_.finish);
+  const metrics::ScopedTimer timer(timed(latencies_.finish));
   Sequence& s = live(seq, "finish");
   // The release at the end is all or nothing, but the insert before it is not undone: so a page
   // the caller released behind our back must be found first, while nothing has changed.

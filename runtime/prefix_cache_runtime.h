@@ -327,6 +327,13 @@ class PrefixCacheRuntime {
   // Off until called: it costs about as much as admit itself (docs/metrics.md, "Cost"). Throws
   // std::invalid_argument for a bad config or a cache of fewer than 4 pages.
   void start_miss_ratio_curve(const metrics::ShardsConfig& config = {});
+  // Admit, commit and finish time themselves into their latency histograms one call in `every`,
+  // drawn at random (1: every call; 0: none). Two clock reads cost tens of ns on bare metal but
+  // hundreds under a loaded VM's kvm-clock (docs/metrics.md, "Cost"), and a sample gives the
+  // same quantiles: the histograms' counts are the sampled calls.
+  static constexpr uint32_t kDefaultTimingPeriod = 8;
+  void time_calls(uint32_t every) noexcept { timing_period_ = every; }
+  uint32_t timing_period() const noexcept { return timing_period_; }
   // The live curve; nullptr until start_miss_ratio_curve().
   const metrics::PromptMrc* miss_ratio_curve() const noexcept { return curve_.get(); }
   uint32_t page_tokens() const noexcept { return page_tokens_; }
@@ -357,6 +364,8 @@ class PrefixCacheRuntime {
   uint32_t load_remote_staged(const PageHash& parent, std::span<const TokenId> tokens,
                               std::span<const PageId> device_pages, CopyTicket& ticket);
   void retire_loads();
+  // `histogram` when this call is one of the timed ones (time_calls), else nullptr.
+  metrics::LatencyHistogram* timed(metrics::LatencyHistogram& histogram) noexcept;
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
@@ -375,6 +384,8 @@ class PrefixCacheRuntime {
   struct Latencies {
     metrics::LatencyHistogram admit, commit, finish;
   } latencies_;
+  uint32_t timing_period_ = kDefaultTimingPeriod;
+  uint64_t timing_draw_ = 0x9E3779B97F4A7C15ull;  // an LCG's state: which calls are timed
   std::unique_ptr<metrics::PromptMrc> curve_;
   std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
   RemotePages* remote_ = nullptr;

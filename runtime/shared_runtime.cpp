@@ -158,6 +158,13 @@ RuntimeMetrics SharedRuntime::metrics() const {
   return sum;
 }
 
+void SharedRuntime::time_calls(uint32_t every) {
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    s->runtime.time_calls(every);
+  }
+}
+
 void SharedRuntime::start_miss_ratio_curve(const metrics::ShardsConfig& config) {
   for (const auto& s : shards_) {
     std::lock_guard lock(s->mutex);

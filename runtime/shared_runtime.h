@@ -97,6 +97,8 @@ class SharedRuntime {
   // What an engine exports (runtime/runtime_metrics.h), each shard's under its lock, merged: one
   // exposition for the whole runtime; the live curve's sizes are the shards' summed.
   RuntimeMetrics metrics() const;
+  // PrefixCacheRuntime::time_calls on every shard.
+  void time_calls(uint32_t every);
   // PrefixCacheRuntime::start_miss_ratio_curve on every shard (each over its own size).
   void start_miss_ratio_curve(const metrics::ShardsConfig& config = {});
   void write_metrics(std::ostream& out) const;

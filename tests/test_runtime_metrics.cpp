@@ -63,6 +63,7 @@ TEST_CASE("runtime metrics: every counter is what the caller counted, read by pr
   tiers.host.pool = &host;
   PrefixCacheRuntime runtime(device, {}, tiers);
   runtime.start_miss_ratio_curve();
+  runtime.time_calls(1);  // every call, so that the histograms count them all
   // The curve's oracle: the same sampler fed the admitted prompts, sized to both tiers' budgets.
   metrics::PromptMrc oracle_curve(kPage, 12 + 24, metrics::ShardsConfig{});
 
@@ -170,7 +171,9 @@ TEST_CASE("runtime metrics: every counter is what the caller counted, read by pr
   CHECK(value("radixkv_mrc_memory_bytes{}") == oracle_curve.memory_bytes());
 }
 
-TEST_CASE("runtime metrics: no curve until started, and a curve needs a cache of 4 pages") {
+TEST_CASE(
+    "runtime metrics: no curve until started, one call in 8 timed (none when off), a curve needs "
+    "a cache of 4 pages") {
   PagePool pool(kLayout, 8);
   {
     PrefixCacheRuntime runtime(pool);
@@ -178,6 +181,30 @@ TEST_CASE("runtime metrics: no curve until started, and a curve needs a cache of
     const std::string text = exposition(runtime);
     CHECK(text.find("radixkv_mrc_") == std::string::npos);
     CHECK(text.find("radixkv_requests_total 0\n") != std::string::npos);
+    const std::vector<TokenId> prompt = {1, 2, 3, 4, 5, 6};
+    const auto run_one = [&] {
+      const AdmitResult a = runtime.admit({.id = 1, .name_space = 0, .prompt = prompt});
+      REQUIRE(a.ok());
+      runtime.commit(a.seq, 6);
+      runtime.finish(a.seq);
+    };
+    CHECK(runtime.timing_period() == PrefixCacheRuntime::kDefaultTimingPeriod);
+    constexpr int kCalls = 1600;
+    for (int i = 0; i < kCalls; ++i) run_one();
+    // One call in 8 drawn at random: 200 expected of each, binomial sd 13.2; +-6 sd.
+    RuntimeMetrics m = runtime.metrics();
+    for (const metrics::LatencyHistogram* h :
+         {&m.admit_latency, &m.commit_latency, &m.finish_latency}) {
+      CHECK(h->count() >= 120);
+      CHECK(h->count() <= 280);
+    }
+    CHECK(m.admit_latency.count() != m.finish_latency.count());  // drawn, not one in turn
+    runtime.time_calls(0);
+    for (int i = 0; i < 100; ++i) run_one();
+    const RuntimeMetrics off = runtime.metrics();
+    CHECK(off.admits == kCalls + 100);
+    CHECK(off.admit_latency.count() == m.admit_latency.count());
+    CHECK(off.finish_latency.count() == m.finish_latency.count());
   }
   RuntimeConfig config;
   config.cache_bytes = 3 * pool.bytes_per_page();
@@ -192,6 +219,7 @@ TEST_CASE("SharedRuntime metrics: the shards summed, the curve's sizes and hits 
   constexpr uint32_t kShards = 3;
   SharedRuntime shared(kLayout, 40, kShards);
   shared.start_miss_ratio_curve();
+  shared.time_calls(1);
   std::vector<metrics::PromptMrc> oracle;
   for (uint32_t s = 0; s < kShards; ++s) oracle.emplace_back(kPage, shared.shard_size(s).pages);
   std::mt19937 rng(5);

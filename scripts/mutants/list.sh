@@ -373,3 +373,9 @@ mutant metrics-label-quote metrics/prometheus.cpp \
 mutant metrics-histogram-le metrics/latency_histogram.cpp \
   "a latency equal to a bucket's bound counts in the next bucket (Prometheus's le is inclusive)" \
   'const auto bound = std::lower_bound(' 'const auto bound = std::upper_bound('
+mutant metrics-shard-curve-hits runtime/runtime_metrics.cpp \
+  "SharedRuntime's curve sums its shards' sizes but keeps only the first shard's hits" \
+  'curve->points[i].hit_tokens += o.curve->points[i].hit_tokens;' '(void)0;'
+mutant metrics-host-gauges-dropped runtime/runtime_metrics.cpp \
+  "a runtime with a host tier exports no host bytes" \
+  'if (m.host) tiers.emplace_back("host", &*m.host);' '(void)0;'

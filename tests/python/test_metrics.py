@@ -39,7 +39,7 @@ def test_metrics_count_what_the_caller_saw_and_the_curve_starts_when_asked():
     assert values[("radixkv_requests_total", ())] == 9
     assert values[("radixkv_prompt_tokens_total", ())] == prompt_tokens
     assert values[("radixkv_hit_tokens_total", (("tier", "device"),))] == reused > 0
-    assert values[("radixkv_finish_duration_seconds_count", ())] == 9
+    assert values[("radixkv_finish_duration_seconds_count", ())] <= 9  # one call in 8, drawn
     stats = runtime.stats()
     assert values[("radixkv_pages_inserted_total", (("tier", "device"),))] == stats["committed_pages"]
     assert values[("radixkv_cached_bytes", (("tier", "device"),))] == (
