@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   register_lock_benchmarks();
   register_metadata_benchmarks();
   register_runtime_benchmarks();
+  register_mrc_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // RADIXKV_BENCH_HUGE_PAGES=1: the trees in transparent huge pages (kv_store/heap.h), before any

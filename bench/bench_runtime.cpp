@@ -1,12 +1,17 @@
-// BM_AdmitFinish/runtime/tree:<T>/hit:<L>: one request through PrefixCacheRuntime: admit (match,
-// lock, page allocation), mark its prompt computed, finish (insert of the new pages, unlock,
-// release). The runtime's cache first holds the 10^6-token workload of bench_match.cpp, cached the
-// same way (admit, compute, finish); the request is a boundary query of hit L followed by L/4 new
-// tokens. Only the request is timed (manual time, by a steady clock read around it); the leaf that
-// finish cached is erased again, untimed, so that every iteration sees the same cache.
+// BM_AdmitFinish/runtime/tree:<T>/hit:<L>/metrics:<M>: one request through PrefixCacheRuntime:
+// admit (match, lock, page allocation), mark its prompt computed, finish (insert of the new pages,
+// unlock, release). The runtime's cache first holds the 10^6-token workload of bench_match.cpp,
+// cached the same way (admit, compute, finish); the request is a boundary query of hit L followed
+// by L/4 new tokens. Only the request is timed (manual time, by a steady clock read around it); the
+// leaf that finish cached is erased again, untimed, so that every iteration sees the same cache.
+// M is what the runtime keeps for its metrics (docs/metrics.md, "Cost"): `none` (time_calls(0)),
+// `timed` (the default: one call in 8 timed), `all` (time_calls(1): every call timed) or `curve`
+// (the default, and the live miss-ratio curve at its default, started before the workload is
+// cached so that it was fed the workload too). Run them interleaved to read the cost of each.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include <array>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -23,7 +28,14 @@ namespace {
 constexpr uint64_t kRuntimeTreeTokens = 1'000'000;
 
 struct RuntimeWorld {
-  RuntimeWorld()
+  enum class Metrics { kNone, kTimed, kAll, kCurve };
+  static constexpr std::array<std::pair<Metrics, const char*>, 4> kMetrics = {
+      {{Metrics::kNone, "none"},
+       {Metrics::kTimed, "timed"},
+       {Metrics::kAll, "all"},
+       {Metrics::kCurve, "curve"}}};
+
+  explicit RuntimeWorld(Metrics metrics)
       : workload(make_workload(kRuntimeTreeTokens)),
         // Twice what the workload can cache, so the watermarks never evict during the benchmark.
         pool(KvLayout{1, 1, 1, 2, workload.page_tokens},
@@ -31,6 +43,9 @@ struct RuntimeWorld {
                                         workload.conversations.size()) +
                                    1024)),
         runtime(pool) {
+    if (metrics == Metrics::kNone) runtime.time_calls(0);
+    if (metrics == Metrics::kAll) runtime.time_calls(1);
+    if (metrics == Metrics::kCurve) runtime.start_miss_ratio_curve();
     for (std::size_t i = 0; i < workload.stored.size(); ++i) {
       run_request(workload.stored_tokens(i));
     }
@@ -54,13 +69,15 @@ struct RuntimeWorld {
   uint64_t next_id = 0;
 };
 
-RuntimeWorld& runtime_world() {
-  static auto world = std::make_unique<RuntimeWorld>();
+RuntimeWorld& runtime_world(RuntimeWorld::Metrics metrics) {
+  static std::array<std::unique_ptr<RuntimeWorld>, RuntimeWorld::kMetrics.size()> worlds;
+  auto& world = worlds[static_cast<std::size_t>(metrics)];
+  if (!world) world = std::make_unique<RuntimeWorld>(metrics);
   return *world;
 }
 
-void bm_admit_finish(benchmark::State& state, uint32_t hit) {
-  RuntimeWorld& world = runtime_world();
+void bm_admit_finish(benchmark::State& state, uint32_t hit, RuntimeWorld::Metrics metrics) {
+  RuntimeWorld& world = runtime_world(metrics);
   const Query& query = world.workload.find(HitKind::kBoundary, hit)->queries.front();
   RadixTree& tree = detail::RuntimeInternals::tree(world.runtime);
   uint64_t reused = 0;
@@ -83,10 +100,13 @@ void bm_admit_finish(benchmark::State& state, uint32_t hit) {
 void register_runtime_benchmarks() {
   if (tree_sizes().back() < kRuntimeTreeTokens) return;
   for (uint32_t hit : {256u, 4096u, 65536u}) {
-    benchmark::RegisterBenchmark(
-        fmt::format("BM_AdmitFinish/runtime/tree:{}/hit:{}", kRuntimeTreeTokens, hit).c_str(),
-        bm_admit_finish, hit)
-        ->UseManualTime();
+    for (const auto& [metrics, name] : RuntimeWorld::kMetrics) {
+      benchmark::RegisterBenchmark(fmt::format("BM_AdmitFinish/runtime/tree:{}/hit:{}/metrics:{}",
+                                               kRuntimeTreeTokens, hit, name)
+                                       .c_str(),
+                                   bm_admit_finish, hit, metrics)
+          ->UseManualTime();
+    }
   }
 }
 

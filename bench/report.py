@@ -165,7 +165,8 @@ def main(path):
         d, impls = dict(key[1:]), by[key]
         r = ns(impls.get("radix") or impls["runtime"])
         blk = ns(impls["blockhash"]) if "blockhash" in impls else None
-        print(f"| {key[0]} | {d['hit']} | {r:.0f} | {'-' if blk is None else f'{blk:.0f}'} "
+        name = f"{key[0]} (metrics {d['metrics']})" if "metrics" in d else key[0]
+        print(f"| {name} | {d['hit']} | {r:.0f} | {'-' if blk is None else f'{blk:.0f}'} "
               f"| {fmt_ratio(None if blk is None else blk / r)} |")
 
     # Metadata.

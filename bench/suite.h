@@ -24,5 +24,6 @@ void register_evict_benchmarks();
 void register_lock_benchmarks();
 void register_metadata_benchmarks();
 void register_runtime_benchmarks();
+void register_mrc_benchmarks();
 
 }  // namespace radixkv::bench

@@ -55,5 +55,5 @@ function(radixkv_add_umbrella_library)
   add_library(radixkv::radixkv ALIAS radixkv_engine)
   set_target_properties(radixkv_engine PROPERTIES EXPORT_NAME radixkv)
   target_link_libraries(radixkv_engine INTERFACE
-    radixkv_runtime radixkv_radix radixkv_eviction radixkv_kv_store)
+    radixkv_runtime radixkv_metrics radixkv_radix radixkv_eviction radixkv_kv_store)
 endfunction()

@@ -186,7 +186,22 @@ std::optional<SeqState> PrefixCacheRuntime::state(SeqHandle seq) const {
 
 SequenceView PrefixCacheRuntime::view(SeqHandle seq) const { return live(seq, "view").view(); }
 
+void PrefixCacheRuntime::start_miss_ratio_curve(const metrics::ShardsConfig& config) {
+  const uint64_t pages = budget().limit_pages() + (host_budget_ ? host_budget_->limit_pages() : 0);
+  curve_ = std::make_unique<metrics::PromptMrc>(page_tokens_, pages, config);
+}
+
+metrics::LatencyHistogram* PrefixCacheRuntime::timed(
+    metrics::LatencyHistogram& histogram) noexcept {
+  if (timing_period_ <= 1) return timing_period_ == 1 ? &histogram : nullptr;
+  timing_draw_ = timing_draw_ * 6364136223846793005ull + 1442695040888963407ull;  // Knuth's MMIX
+  // The draw's high half scaled to [0, period) (a multiply and a shift, no division).
+  const uint64_t slot = ((timing_draw_ >> 32) * timing_period_) >> 32;
+  return slot == 0 ? &histogram : nullptr;
+}
+
 AdmitResult PrefixCacheRuntime::admit(const Request& request) {
+  const metrics::ScopedTimer timer(timed(latencies_.admit));
   const size_t len = request.prompt.size();
   if (len == 0) {
     throw std::invalid_argument(
@@ -298,6 +313,15 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
           std::min(cut / page_tokens_, static_cast<uint32_t>(s.block_table.size()));
       remote_tokens = load_remote(s, matched_pages + host_pages, cut_pages) * page_tokens_;
     } catch (...) {  // out of memory, a copier's error: nothing admitted, nothing leaked
+      release_sequence(s, SeqState::kAborted);
+      end_call();
+      throw;
+    }
+  }
+  if (curve_) {
+    try {
+      curve_->access(request.name_space, request.prompt);
+    } catch (...) {  // out of memory for the prompt's keys: nothing admitted, nothing leaked
       release_sequence(s, SeqState::kAborted);
       end_call();
       throw;
@@ -438,6 +462,7 @@ void PrefixCacheRuntime::mark_computed(SeqHandle seq, uint32_t computed_tokens) 
 }
 
 CommitResult PrefixCacheRuntime::commit(SeqHandle seq, uint32_t computed_tokens) {
+  const metrics::ScopedTimer timer(timed(latencies_.commit));
   Sequence& s = live(seq, "commit");
   check_computed(s, computed_tokens, "commit");
   s.computed_tokens = computed_tokens;
@@ -507,6 +532,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
 }
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
+  const metrics::ScopedTimer timer(timed(latencies_.finish));
   Sequence& s = live(seq, "finish");
   // The release at the end is all or nothing, but the insert before it is not undone: so a page
   // the caller released behind our back must be found first, while nothing has changed.

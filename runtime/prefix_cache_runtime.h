@@ -80,14 +80,18 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
+#include "metrics/latency_histogram.h"
+#include "metrics/prompt_mrc.h"
 #include "radix/radix_tree.h"
 #include "runtime/remote_pages.h"
+#include "runtime/runtime_metrics.h"
 #include "runtime/sequence.h"
 #include "runtime/tree_evictor.h"
 
@@ -318,6 +322,26 @@ class PrefixCacheRuntime {
   // Read-only views. The tree is for dumps, verify() and its statistics; only the runtime
   // changes it.
   const RuntimeStats& stats() const noexcept { return stats_; }
+  // What an engine exports (runtime/runtime_metrics.h): the counters above, the tiers' pages and
+  // bytes, the latencies of admit, commit and finish, the live curve when configured; and their
+  // Prometheus text (docs/metrics.md names every family).
+  RuntimeMetrics metrics() const;
+  void write_metrics(std::ostream& out) const;
+  // Starts the live miss-ratio curve afresh (metrics/prompt_mrc.h, docs/metrics.md): from now on
+  // every admitted prompt feeds it, and it gives the LRU hit rate at 1/4x to 8x the cache's size
+  // (its budget, plus the host tier's), at the fixed memory of `config` (768 KiB by default).
+  // Off until called: it costs about as much as admit itself (docs/metrics.md, "Cost"). Throws
+  // std::invalid_argument for a bad config or a cache of fewer than 4 pages.
+  void start_miss_ratio_curve(const metrics::ShardsConfig& config = {});
+  // Admit, commit and finish time themselves into their latency histograms one call in `every`,
+  // drawn at random (1: every call; 0: none). Two clock reads cost tens of ns on bare metal but
+  // hundreds under a loaded VM's kvm-clock (docs/metrics.md, "Cost"), and a sample gives the
+  // same quantiles: the histograms' counts are the sampled calls.
+  static constexpr uint32_t kDefaultTimingPeriod = 8;
+  void time_calls(uint32_t every) noexcept { timing_period_ = every; }
+  uint32_t timing_period() const noexcept { return timing_period_; }
+  // The live curve; nullptr until start_miss_ratio_curve().
+  const metrics::PromptMrc* miss_ratio_curve() const noexcept { return curve_.get(); }
   uint32_t page_tokens() const noexcept { return page_tokens_; }
   uint64_t cached_pages() const noexcept { return tree_.cached_pages(); }
   // Cached pages no live sequence pins: what eviction could free for an allocation now.
@@ -346,6 +370,8 @@ class PrefixCacheRuntime {
   uint32_t load_remote_staged(const PageHash& parent, std::span<const TokenId> tokens,
                               std::span<const PageId> device_pages, CopyTicket& ticket);
   void retire_loads();
+  // `histogram` when this call is one of the timed ones (time_calls), else nullptr.
+  metrics::LatencyHistogram* timed(metrics::LatencyHistogram& histogram) noexcept;
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
@@ -361,6 +387,12 @@ class PrefixCacheRuntime {
   uint32_t live_ = 0;
   double now_ = 0.0;
   RuntimeStats stats_;
+  struct Latencies {
+    metrics::LatencyHistogram admit, commit, finish;
+  } latencies_;
+  uint32_t timing_period_ = kDefaultTimingPeriod;
+  uint64_t timing_draw_ = 0x9E3779B97F4A7C15ull;  // an LCG's state: which calls are timed
+  std::unique_ptr<metrics::PromptMrc> curve_;
   std::vector<PageId> scratch_pages_;  // duplicates to release, reused across commits
   RemotePages* remote_ = nullptr;
   std::vector<PageHash> remote_hashes_;  // scratch for remote lookups

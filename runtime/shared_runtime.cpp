@@ -149,6 +149,33 @@ RuntimeStats SharedRuntime::stats() const {
   return sum;
 }
 
+RuntimeMetrics SharedRuntime::metrics() const {
+  RuntimeMetrics sum;
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    sum.merge(s->runtime.metrics());
+  }
+  return sum;
+}
+
+void SharedRuntime::time_calls(uint32_t every) {
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    s->runtime.time_calls(every);
+  }
+}
+
+void SharedRuntime::start_miss_ratio_curve(const metrics::ShardsConfig& config) {
+  for (const auto& s : shards_) {
+    std::lock_guard lock(s->mutex);
+    s->runtime.start_miss_ratio_curve(config);
+  }
+}
+
+void SharedRuntime::write_metrics(std::ostream& out) const {
+  radixkv::write_metrics(out, metrics());
+}
+
 uint64_t SharedRuntime::cached_pages() const {
   uint64_t pages = 0;
   for (const auto& s : shards_) {

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <vector>
 
 #include "runtime/prefix_cache_runtime.h"
@@ -93,6 +94,14 @@ class SharedRuntime {
   // private pages summed over shards.
   uint64_t check() const;
   RuntimeStats stats() const;  // summed over shards
+  // What an engine exports (runtime/runtime_metrics.h), each shard's under its lock, merged: one
+  // exposition for the whole runtime; the live curve's sizes are the shards' summed.
+  RuntimeMetrics metrics() const;
+  // PrefixCacheRuntime::time_calls on every shard.
+  void time_calls(uint32_t every);
+  // PrefixCacheRuntime::start_miss_ratio_curve on every shard (each over its own size).
+  void start_miss_ratio_curve(const metrics::ShardsConfig& config = {});
+  void write_metrics(std::ostream& out) const;
   uint64_t cached_pages() const;
   // Every cached page's hash on `tier`, over all shards (each under its lock; page hashes are on
   // only with tier events): a whole-tree walk, for tests.

@@ -12,6 +12,8 @@ packages=(g++ cmake make libboost-dev libmimalloc-dev libfmt-dev doctest-dev lib
           # KV events and the router (events/, router/), and the Python their tests talk to
           pkg-config libmsgpack-cxx-dev libzmq3-dev cppzmq-dev libcpp-httplib-dev
           nlohmann-json3-dev libcli11-dev python3-zmq python3-msgpack
+          # the metrics' exposition, read back by Python's own parser (tests/prometheus_oracle.py)
+          python3-prometheus-client
           # the command line (tools/): trace readers, reports, flags, config files
           libsimdjson-dev libtomlplusplus-dev
           # the Python module (python/) and its tests

@@ -398,6 +398,44 @@ void bind_runtime(py::module_& m) {
           "check_accounting", [](const R& self) { return self.read().check_accounting(); },
           "Verifies every page's refcount; returns the private page count.")
       .def("stats", [](const R& self) { return stats_dict(self.read().stats()); })
+      .def(
+          "metrics",
+          [](const R& self) {
+            std::ostringstream out;
+            self.read().write_metrics(out);
+            return out.str();
+          },
+          "The Prometheus text exposition (format 0.0.4) of the runtime's counters, gauges, "
+          "latency histograms and live curve (docs/metrics.md).")
+      .def(
+          "start_miss_ratio_curve",
+          [](R& self, uint32_t max_keys, double rate, uint64_t seed) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            metrics::ShardsConfig config;
+            config.max_keys = max_keys;
+            config.rate = rate;
+            config.seed = seed;
+            self.runtime.start_miss_ratio_curve(config);
+          },
+          py::kw_only(), py::arg("max_keys") = metrics::ShardsConfig::kDefaultMaxKeys,
+          py::arg("rate") = metrics::ShardsConfig::kDefaultRate, py::arg("seed") = 0,
+          "Starts the live miss-ratio curve afresh (off until called; docs/metrics.md).")
+      .def(
+          "miss_ratio_curve",
+          [](const R& self) -> py::object {
+            const metrics::PromptMrc* curve = self.read().miss_ratio_curve();
+            if (curve == nullptr) return py::none();
+            py::list points;
+            for (const metrics::MrcPoint& p : curve->curve()) {
+              py::dict d;
+              d["multiple"] = p.multiple;
+              d["capacity_tokens"] = p.capacity_tokens;
+              d["hit_rate"] = p.hit_rate;
+              points.append(d);
+            }
+            return points;
+          },
+          "The live curve's points, or None before start_miss_ratio_curve().")
       .def("set_now", [](R& self, double seconds) { self.runtime.set_now(seconds); })
       .def_property_readonly("page_tokens", [](const R& s) { return s.read().page_tokens(); })
       .def_property_readonly("cached_pages", [](const R& s) { return s.read().cached_pages(); })

@@ -368,3 +368,29 @@ mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
 mutant heap-huge-pages-ignored kv_store/heap.cpp \
   "use_huge_pages says yes but mimalloc keeps mapping 4 KiB pages" \
   'mi_option_set_enabled(mi_option_large_os_pages, on);' '(void)on;'
+
+# ---- metrics/ (issue 33)
+mutant metrics-stack-root-first metrics/shards_mrc.cpp \
+  "the live curve stacks a request's pages root first, so a parent ends less recent than its child" \
+  'for (std::size_t i = page_keys.size(); i-- > 0;) {' 'for (std::size_t i = 0; i < page_keys.size(); ++i) {'
+mutant metrics-unweighted-misses metrics/shards_mrc.cpp \
+  "a sampled miss counts once instead of 1/R times" \
+  'weight_(1.0 / rate_),' 'weight_(1.0),'
+mutant metrics-window-short metrics/shards_mrc.cpp \
+  "the curve's window drops a key one place before it misses at the largest capacity" \
+  'const double keys = std::ceil(rate * static_cast<double>(config.capacities_pages.back()));' 'const double keys = std::ceil(rate * static_cast<double>(config.capacities_pages.back())) - 1;'
+mutant metrics-fenwick-rebuild metrics/recency_index.cpp \
+  "compaction rebuilds the Fenwick tree one occupied slot short" \
+  'for (std::size_t i = 1; i < fenwick_.size(); ++i) fenwick_[i] = i <= live ? 1 : 0;' 'for (std::size_t i = 1; i < fenwick_.size(); ++i) fenwick_[i] = i < live ? 1 : 0;'
+mutant metrics-label-quote metrics/prometheus.cpp \
+  "a double quote inside a label value is written unescaped" \
+  'out += "\\\"";' 'out += "\"";'
+mutant metrics-histogram-le metrics/latency_histogram.cpp \
+  "a latency equal to a bucket's bound counts in the next bucket (Prometheus's le is inclusive)" \
+  'const auto bound = std::lower_bound(' 'const auto bound = std::upper_bound('
+mutant metrics-shard-curve-hits runtime/runtime_metrics.cpp \
+  "SharedRuntime's curve sums its shards' sizes but keeps only the first shard's hits" \
+  'curve->points[i].hit_tokens += o.curve->points[i].hit_tokens;' '(void)0;'
+mutant metrics-host-gauges-dropped runtime/runtime_metrics.cpp \
+  "a runtime with a host tier exports no host bytes" \
+  'if (m.host) tiers.emplace_back("host", &*m.host);' '(void)0;'

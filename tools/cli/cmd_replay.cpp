@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <ostream>
+#include <thread>
 
 #include "eviction/policy_registry.h"
 #include "kv_store/heap.h"
@@ -21,6 +22,7 @@
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
+#include "tools/cli/metrics_endpoint.h"
 #include "tools/cli/output_path.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/remote_flags.h"
@@ -73,7 +75,9 @@ struct ReplayFlags {
   uint64_t page_tokens = kDefaultPageTokens, block_tokens = 0;
   uint64_t capacity_tokens = kDefaultCapacityTokens, cache_bytes = 0, pool_bytes = 0;
   std::string high_watermark, low_watermark;
-  bool json = false, skip_bad = false, no_progress = false;
+  bool json = false, skip_bad = false, no_progress = false, mrc = false;
+  std::string metrics_listen;
+  double metrics_linger = 0;
   uint64_t jobs = default_jobs();
   EngineFlags engine;
   TierFlags tiers;
@@ -132,6 +136,15 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   cli.flag("--skip-bad", f.skip_bad,
            "skip malformed trace records (and count them) instead of stopping");
   cli.flag("--no-progress", f.no_progress, "no progress bar, even on a terminal");
+  cli.flag("--mrc", f.mrc,
+           "keep the live miss-ratio curve (sampled reuse distances, SHARDS) and report LRU's hit "
+           "rate at 1/4x to 8x the cache (JSON \"mrc\"; docs/metrics.md)");
+  cli.text("--metrics-listen", f.metrics_listen, "HOST:PORT",
+           "engine mode: serve the run's Prometheus metrics at http://HOST:PORT/metrics while it "
+           "runs (a loopback address; port 0: any free one; the address goes to stderr); turns "
+           "--mrc on");
+  cli.real("--metrics-linger", f.metrics_linger, "SECONDS",
+           "after the report, keep serving the final metrics this long (default 0)", 0, 86400);
   cli.count("--jobs", f.jobs, "N",
             "replays of a sweep or of several policies run at once, each on its own tree; the "
             "output is the same for every N (default: the machine's cores)",
@@ -247,6 +260,16 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
     }
   }
   check_tier_flags(cli, engine);
+  if (f.mode != "engine" && cli.given("--metrics-listen")) {
+    throw UsageError(
+        fmt::format("{}: engine mode only (add --mode engine)", cli.describe("--metrics-listen")));
+  }
+  if (cli.given("--metrics-linger") && !cli.given("--metrics-listen")) {
+    throw UsageError(fmt::format("{}: needs --metrics-listen", cli.describe("--metrics-linger")));
+  }
+  if (f.mode == "cluster" && cli.given("--mrc")) {
+    throw UsageError(fmt::format("{}: cache and engine mode only", cli.describe("--mrc")));
+  }
   const std::vector<std::string> policies = split_list(f.policy);
   if (host_tier_given(cli) &&
       std::find(policies.begin(), policies.end(), kBeladyPolicyName) != policies.end()) {
@@ -455,6 +478,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         }
         config.events = hooks.events;  // one cell only (check_flags)
         config.at_end = hooks.at_end;
+        config.miss_ratio_curve = f.mrc;
       }
     }
   }
@@ -557,6 +581,19 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
   const std::unique_ptr<remote::RemoteTier> remote =
       make_remote_tier(cli, f.remote, plan.layout, f.model, err);
+  std::optional<MetricsEndpoint> endpoint;
+  if (cli.given("--metrics-listen")) {
+    try {
+      endpoint.emplace(f.metrics_listen);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    err << fmt::format("radixkv replay: metrics at http://{}:{}/metrics\n",
+                       endpoint->host().find(':') == std::string::npos
+                           ? endpoint->host()
+                           : fmt::format("[{}]", endpoint->host()),
+                       endpoint->port());
+  }
 
   const auto load_start = std::chrono::steady_clock::now();
   const Trace trace = load_trace(cli, f, plan.read);
@@ -594,6 +631,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     config.at_end = hooks.at_end;
     config.remote = remote.get();
     if (remote && f.remote.wait_writes) config.before_step = [&remote] { remote->drain(); };
+    config.miss_ratio_curve = f.mrc || endpoint;
+    std::optional<MetricsPublisher> publisher;
+    if (endpoint) config.on_step = std::ref(publisher.emplace(*endpoint));
     const Activity activity(fmt::format("replaying {} in engine mode", trace.source));
     status = run_engine_replay(trace, config, EnginePool{plan.capacities[0], plan.budget_flag},
                                f.json, out, err, hooks.report);
@@ -603,6 +643,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     status = report_cache_mode(results, trace, cli, f, out, err);
   }
   out.flush();  // the report is out before the linger
+  if (endpoint && f.metrics_linger > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(f.metrics_linger));
+  }
   const bool events_ok = !events || events->close(err);
   const bool remote_ok = !remote || check_remote_answered(*remote, err);
   return status == kExitOk && !(pages_dumped && events_ok && remote_ok) ? kExitFailure : status;

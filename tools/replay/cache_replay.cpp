@@ -87,6 +87,7 @@ class CacheReplayer {
         trace, config.model, config.layout, config.capacity_pages);
     result_.high_watermark_pages = runtime_->budget().high_pages();
     result_.low_watermark_pages = runtime_->budget().low_pages();
+    if (config.miss_ratio_curve) runtime_->start_miss_ratio_curve();
     if (host_) describe_host_tier();
     if (config.remote != nullptr) result_.remote.store = config.remote->describe();
     admit_.reserve(trace.requests.size());
@@ -219,6 +220,7 @@ void CacheReplayer::finish_run() {
   result_.final_cached_pages = tree.cached_pages();
   result_.peak_cached_pages = runtime_->stats().peak_cached_pages;
   result_.accounting_error = check_end_of_run(*runtime_);
+  result_.mrc = runtime_->metrics().curve;
   if (host_) {
     result_.host.add_tree_stats(tree.stats());
     result_.host.final_cached_pages = tree.host_cached_pages();

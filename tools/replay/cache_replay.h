@@ -83,6 +83,9 @@ struct CacheReplayConfig {
   TierEvents* events = nullptr;
   // Called with the tree once the run is over, before it is torn down (its final pages).
   std::function<void(const RadixTree&)> at_end;
+  // Keep the runtime's live miss-ratio curve (PrefixCacheRuntime::start_miss_ratio_curve) and
+  // report it (ReplayResult::mrc).
+  bool miss_ratio_curve = false;
   // Called every 256 requests and once at the end: (requests done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

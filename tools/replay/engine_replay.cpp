@@ -33,6 +33,7 @@ struct CacheSide {
   LatencyRecorder admit, finish;
   HostTierResult host;  // with a host tier
   uint64_t remote_hit_tokens = 0;
+  std::optional<MissRatioCurve> mrc;
 };
 
 // One run over the whole trace: requests submitted at their arrival (in `order`), steps priced by
@@ -60,6 +61,7 @@ class EngineRunner {
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
+    if (primary_ && config.miss_ratio_curve) runtime_->start_miss_ratio_curve();
     ttft_.reserve(trace.requests.size());
     if (host_pages_) {
       copies_.emplace(pool_.bytes_per_page(), host->h2d_gbps, host->d2h_gbps);
@@ -237,6 +239,7 @@ EngineRun EngineRunner::run(CacheSide& side) {
       side.host.peak_cached_pages =
           std::max(side.host.peak_cached_pages, runtime_->tree().host_cached_pages());
     }
+    if (primary_ && config_.on_step) config_.on_step(*runtime_, false);
     if (config_.progress && run_.finished - reported >= 4096) {
       reported = run_.finished;
       config_.progress(run_.finished, total);
@@ -269,6 +272,8 @@ void EngineRunner::finish(CacheSide& side) {
   side.final_cached_pages = runtime_->tree().cached_pages();
   side.high_watermark_pages = runtime_->budget().high_pages();
   side.low_watermark_pages = runtime_->budget().low_pages();
+  if (primary_ && config_.on_step) config_.on_step(*runtime_, true);
+  side.mrc = runtime_->metrics().curve;
   side.accounting_error = check_end_of_run(*runtime_);
   if (host_pages_) {
     side.host.enabled = true;
@@ -329,6 +334,7 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
   result.final_cached_pages = side.final_cached_pages;
   result.pages_leaked = side.pages_leaked;
   result.accounting_error = side.accounting_error;
+  result.mrc = side.mrc;
   if (host) {
     result.host = side.host;
     result.host.capacity_pages = config.host.capacity_pages;

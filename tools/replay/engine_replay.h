@@ -42,6 +42,7 @@
 #include <string>
 
 #include "kv_store/kv_layout.h"
+#include "runtime/prefix_cache_runtime.h"
 #include "sim/scheduler.h"
 #include "tools/replay/host_tier.h"
 #include "tools/replay/replay_result.h"
@@ -81,6 +82,13 @@ struct EngineReplayConfig {
   // Called before each scheduler step of that run (radixkv replay --remote-wait-writes drains the
   // remote tier's writer there, so that a lookup finds every page dropped before its step).
   std::function<void()> before_step;
+  // Keep the runtime's live miss-ratio curve (PrefixCacheRuntime::start_miss_ratio_curve) and
+  // report it (ReplayResult::mrc).
+  bool miss_ratio_curve = false;
+  // Called with the runtime after every step, and once more with `done` true after the last
+  // one, before the run's end is checked (what a metrics endpoint serves: it must not keep the
+  // runtime).
+  std::function<void(const PrefixCacheRuntime&, bool done)> on_step;
   // Called every few thousand requests finished and once at the end: (finished, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

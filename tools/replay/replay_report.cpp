@@ -75,6 +75,15 @@ std::string format_report_text(const ReplayResult& r) {
   line("hit rate", fmt::format("{:.2f} % of input tokens", 100.0 * r.hit_rate()));
   line("tokens reused", fmt::format("{} ({} of KV not recomputed)", group_digits(r.hit_tokens),
                                     format_bytes(r.hit_bytes())));
+  if (r.mrc) {
+    std::string points;
+    for (std::size_t i = 0; i < r.mrc->points.size(); ++i) {
+      points += fmt::format("{}{}x {:.2f} %", i == 0 ? "" : ", ", r.mrc->points[i].multiple,
+                            100.0 * r.mrc->hit_rate(i));
+    }
+    line("live curve", fmt::format("LRU hit rate at {} the cache (sampled at {:.3g})", points,
+                                   r.mrc->sampling_rate));
+  }
   out += format_host_tier_text(r);
   if (!r.remote.store.empty()) {
     line("remote tier",
@@ -182,6 +191,16 @@ Json report_json(const ReplayResult& r) {
     out["remote_prefetch_dropped"] = r.remote.prefetch_dropped;
   }
   if (r.kv_events_published) out["kv_events_published"] = *r.kv_events_published;
+  if (r.mrc) {
+    Json points = Json::array();
+    for (std::size_t i = 0; i < r.mrc->points.size(); ++i) {
+      points.push_back({{"multiple", r.mrc->points[i].multiple},
+                        {"capacity_tokens", r.mrc->points[i].capacity_tokens},
+                        {"hit_rate", r.mrc->hit_rate(i)}});
+    }
+    out["mrc"] = std::move(points);
+    out["mrc_sampling_rate"] = r.mrc->sampling_rate;
+  }
   if (r.mode == "engine") add_engine_json(out, r.engine, r.input_tokens);
   if (r.mode == "cluster") add_cluster_json(out, r.cluster);
   return out;

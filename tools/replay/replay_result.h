@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kv_store/kv_layout.h"
+#include "runtime/runtime_metrics.h"
 #include "tools/replay/cluster_result.h"
 #include "tools/replay/engine_result.h"
 #include "tools/replay/host_tier.h"
@@ -82,6 +83,8 @@ struct ReplayResult {
 
   EngineResult engine;    // engine mode only: schedule, cost model, TTFT, throughput, no-cache run
   ClusterResult cluster;  // cluster mode only: routing, per-worker results, TTFT, balance
+  // With --mrc (or --metrics-listen): the run's live miss-ratio curve at its end (docs/metrics.md).
+  std::optional<MissRatioCurve> mrc;
 
   double hit_rate() const {
     return input_tokens == 0 ? 0.0
