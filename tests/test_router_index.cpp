@@ -195,7 +195,7 @@ events::EventBatch stored(std::vector<BlockHash> hashes, std::optional<BlockHash
   return {0, {s}, 0};
 }
 events::EventBatch removed(std::vector<BlockHash> hashes, std::string medium = "GPU") {
-  return {0, {events::BlockRemoved{std::move(hashes), std::move(medium)}}, 0};
+  return {0, {events::BlockRemoved{.block_hashes = std::move(hashes), .medium = std::move(medium)}}, 0};
 }
 
 }  // namespace

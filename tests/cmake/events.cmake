@@ -2,7 +2,7 @@
 # they fail, not skip, when CI=true and they cannot start. The threaded ones are labelled
 # `threads` (scripts/sanitize.sh thread).
 add_library(radixkv_test_events STATIC event_script.cpp)
-target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
+target_link_libraries(radixkv_test_events PUBLIC radixkv_events PRIVATE msgpackc-cxx)
 
 radixkv_add_test(test_events
   SOURCES test_event_codec.cpp test_event_batcher.cpp
