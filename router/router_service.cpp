@@ -162,8 +162,7 @@ void RouterService::Impl::handle_route(const httplib::Request& req, httplib::Res
   }
   std::lock_guard lock(mutex);
   try {
-    const RouteDecision decision =
-        route(index, query.hashes, query.request_blocks, query.candidates, options.weights);
+    const RouteDecision decision = route(index, query.request, query.candidates, options.weights);
     for (size_t i = 0; i < kOutcomes.size(); ++i) decisions[i] += kOutcomes[i] == decision.outcome;
     reply_json(res, 200, render_route_decision(decision));
   } catch (const std::invalid_argument& e) {

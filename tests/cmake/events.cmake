@@ -12,7 +12,8 @@ radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp
   LIBS radixkv_events cppzmq Threads::Threads LABELS threads)
 
 radixkv_add_test(test_router SOURCES test_router_index.cpp test_router_route.cpp
-  LIBS radixkv_router radixkv_test_events nlohmann_json::nlohmann_json)
+  LIBS radixkv_router radixkv_test_events nlohmann_json::nlohmann_json radixkv::xxhash
+       msgpackc-cxx)
 
 radixkv_add_test(test_router_feed SOURCES test_router_feed.cpp
   LIBS radixkv_router_service radixkv_test_events cppzmq PkgConfig::HTTPLIB
