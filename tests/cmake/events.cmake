@@ -1,6 +1,10 @@
 # KV events and the router (issue 17). Tests that start processes are labelled `integration`;
 # they fail, not skip, when CI=true and they cannot start. The threaded ones are labelled
 # `threads` (scripts/sanitize.sh thread).
+# The tests' HTTP client (the router's server is Boost.Beast: tests talk to it with another library).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET GLOBAL cpp-httplib)
+
 add_library(radixkv_test_events STATIC event_script.cpp)
 target_link_libraries(radixkv_test_events PUBLIC radixkv_events PRIVATE msgpackc-cxx)
 
