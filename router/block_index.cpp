@@ -119,11 +119,6 @@ void BlockIndex::store_part(WorkerId worker, const events::BlockStored& stored, 
       stored.lora_name && !stored.extra_keys
           ? request_extra_keys({.lora_name = stored.lora_name}, false)
           : std::nullopt;
-  const auto sizes_allow = [&] {
-    return std::any_of(w.sizes.begin(), w.sizes.end(),
-                       [&](const auto& s) { return s.first == block_tokens; }) ||
-           w.sizes.size() < kMaxBlockSizes;
-  };
 
   for (size_t b = from; b < end; ++b) {
     const BlockHash engine = stored.block_hashes[b];
@@ -146,7 +141,7 @@ void BlockIndex::store_part(WorkerId worker, const events::BlockStored& stored, 
       from_hash = up->second.chain;
       parent_key = key_of(up->second.chain);
     }
-    bool content = has_tokens && from_hash && sizes_allow();
+    bool content = has_tokens && from_hash;
     if (content) {
       tokens_.clear();
       for (size_t t = b * block_tokens; t < (b + 1) * block_tokens; ++t) {
@@ -206,7 +201,7 @@ void BlockIndex::store(WorkerId worker, uint32_t location, BlockHash engine, con
   } else {
     entry.holders.push_back({worker, location, engine});
     ++w.held;
-    count_size(w, entry.block_tokens, +1);
+    count_size(entry.block_tokens, +1);
   }
   w.blocks[engine] = named;
   if (w.blocks.size() > 2 * w.held + kAliasSlack) sweep_aliases(w);
@@ -241,7 +236,7 @@ void BlockIndex::drop_holder(BlockKey key, Entry& entry, size_t index) {
     w.blocks.erase(m);
   }
   --w.held;
-  count_size(w, entry.block_tokens, -1);
+  count_size(entry.block_tokens, -1);
   entry.holders.erase(entry.holders.begin() + static_cast<std::ptrdiff_t>(index));
   if (!entry.present()) make_absent(key);
 }
@@ -283,14 +278,15 @@ void BlockIndex::evict_to_bound(BlockKey just_stored) {
   }
 }
 
-void BlockIndex::count_size(Worker& w, uint32_t block_tokens, int delta) {
+void BlockIndex::count_size(uint32_t block_tokens, int delta) {
   if (block_tokens == 0) return;  // opaque blocks have no size to match by tokens
-  const auto it = std::find_if(w.sizes.begin(), w.sizes.end(),
-                               [&](const auto& s) { return s.first == block_tokens; });
-  if (it == w.sizes.end()) {
-    if (delta > 0) w.sizes.emplace_back(block_tokens, 1);
-  } else if ((it->second += static_cast<size_t>(delta)) == 0) {
-    w.sizes.erase(it);
+  size_t& count = size_counts_[block_tokens];
+  if (count > 0) size_order_.erase({count, block_tokens});
+  count += static_cast<size_t>(delta);
+  if (count > 0) {
+    size_order_.insert({count, block_tokens});
+  } else {
+    size_counts_.erase(block_tokens);
   }
 }
 
@@ -314,8 +310,7 @@ void BlockIndex::clear_worker(WorkerId worker) {
     if (const size_t h = holder_of(e->second, worker); h != kNone) drop_holder(key, e->second, h);
   }
   w.blocks.clear();
-  w.locations.clear();  // its registries start over: what it named before means nothing now
-  w.sizes.clear();
+  w.locations.clear();  // its registry starts over: what it named before means nothing now
 }
 
 std::string BlockIndex::location_name(const Location& location) {
@@ -402,9 +397,12 @@ std::vector<Overlap> BlockIndex::match_tokens(const KeyNamespace& ns,
     std::vector<double> weights;  // of the matched blocks, in order
   };
   std::vector<std::vector<SizeMatch>> by_worker(workers_.size());
-  std::vector<std::pair<uint32_t, size_t>> sizes = block_sizes();
-  if (sizes.size() > kMaxMatchedSizes) sizes.resize(kMaxMatchedSizes);
-  for (const auto& [block_tokens, count] : sizes) {
+  std::vector<uint32_t> sizes;
+  for (const auto& [count, block_tokens] : size_order_) {
+    if (sizes.size() == kMaxMatchedSizes) break;
+    sizes.push_back(block_tokens);
+  }
+  for (uint32_t block_tokens : sizes) {
     if (block_tokens > tokens.size()) continue;
     const std::vector<BlockKey> keys = request_keys(ns, tokens, block_tokens);
     std::vector<std::vector<double>> weights(workers_.size());
@@ -449,20 +447,7 @@ size_t BlockIndex::pages_of(WorkerId worker) const {
 
 std::vector<std::pair<uint32_t, size_t>> BlockIndex::block_sizes() const {
   std::vector<std::pair<uint32_t, size_t>> sizes;
-  for (const Worker& w : workers_) {
-    for (const auto& [block_tokens, count] : w.sizes) {
-      const auto it = std::find_if(sizes.begin(), sizes.end(),
-                                   [&](const auto& s) { return s.first == block_tokens; });
-      if (it == sizes.end()) {
-        sizes.emplace_back(block_tokens, count);
-      } else {
-        it->second += count;
-      }
-    }
-  }
-  std::sort(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
+  for (const auto& [count, block_tokens] : size_order_) sizes.emplace_back(block_tokens, count);
   return sizes;
 }
 
@@ -493,7 +478,7 @@ void BlockIndex::verify() const {
   size_t present = 0;
   std::unordered_map<BlockKey, uint32_t> children;
   std::vector<size_t> held(workers_.size(), 0);
-  std::vector<std::vector<std::pair<uint32_t, size_t>>> sizes(workers_.size());
+  std::unordered_map<uint32_t, size_t> sizes;
   for (const auto& [key, entry] : entries_) {
     if (!entry.present()) {
       if (entry.children == 0) broken("an absent entry without children was kept");
@@ -512,16 +497,7 @@ void BlockIndex::verify() const {
         broken("worker " + w.name + " does not name a block it holds");
       }
       ++held[holder.worker];
-      if (entry.block_tokens != 0) {
-        auto& s = sizes[holder.worker];
-        const auto it = std::find_if(s.begin(), s.end(),
-                                     [&](const auto& x) { return x.first == entry.block_tokens; });
-        if (it == s.end()) {
-          s.emplace_back(entry.block_tokens, 1);
-        } else {
-          ++it->second;
-        }
-      }
+      if (entry.block_tokens != 0) ++sizes[entry.block_tokens];
     }
     const bool leaf = entry.children == 0;
     if (leaf != leaves_.contains({entry.touched, key})) broken("the leaf order is out of date");
@@ -531,18 +507,15 @@ void BlockIndex::verify() const {
     if (entry.children != (it == children.end() ? 0 : it->second)) broken("a wrong child count");
   }
   if (present != present_) broken("the present count is off");
+  if (sizes != size_counts_ || size_order_.size() != size_counts_.size()) {
+    broken("the block sizes are miscounted");
+  }
   if (present_ > max_pages_) broken("over the page bound");
   size_t leaves = 0;
   for (const auto& [key, entry] : entries_) leaves += entry.present() && entry.children == 0;
   if (leaves != leaves_.size()) broken("the leaf order holds stale entries");
   for (WorkerId w = 0; w < workers_.size(); ++w) {
     if (held[w] != workers_[w].held) broken("worker " + workers_[w].name + " miscounts its blocks");
-    auto expected = sizes[w], counted = workers_[w].sizes;
-    std::sort(expected.begin(), expected.end());
-    std::sort(counted.begin(), counted.end());
-    if (expected != counted) broken("worker " + workers_[w].name + " miscounts its block sizes");
-    if (counted.size() > kMaxBlockSizes)
-      broken("worker " + workers_[w].name + " has too many sizes");
     if (workers_[w].blocks.size() > 2 * workers_[w].held + kAliasSlack) {
       broken("worker " + workers_[w].name + " keeps too many aliases");
     }

@@ -29,8 +29,9 @@
 //   AllBlocksCleared(w) / clear_worker(w)  w holds nothing; its map and registries are emptied.
 //
 // Matching. A worker's overlap with a request is its leading blocks that it holds somewhere: by
-// engine hashes (each worker's own), or by tokens, at every block size the workers use (the 8 most
-// held sizes), taking per token the best match of any size. Each matched block also counts its
+// engine hashes (each worker's own), or by tokens, at the block sizes the workers use (the 8 most
+// held, which bounds a match's work whatever sizes a publisher sends), taking per token the best
+// match of any size (vLLM's GPU blocks of 16 beside LMCache's CPU chunks of 256, say). Each matched block also counts its
 // best location's weight (router/tier_weights.h). Matching touches the blocks matched by at least
 // one worker.
 //
@@ -84,7 +85,6 @@ struct Overlap {
 class BlockIndex {
  public:
   static constexpr uint32_t kMaxLocations = 32;    // per worker
-  static constexpr uint32_t kMaxBlockSizes = 4;    // per worker
   static constexpr uint32_t kMaxMatchedSizes = 8;  // block sizes a token match tries
   static constexpr size_t kDone = ~size_t{0};      // apply_part(): the event is applied
 
@@ -155,7 +155,6 @@ class BlockIndex {
     std::string name;
     std::unordered_map<BlockHash, Named> blocks;  // engine hash -> block
     std::vector<Location> locations;
-    std::vector<std::pair<uint32_t, size_t>> sizes;  // block size -> content blocks held
     size_t held = 0;
   };
   struct Walk;  // a request's keys walked against the entries, worker by worker
@@ -172,7 +171,7 @@ class BlockIndex {
   void make_absent(BlockKey key);
   void touch(BlockKey key, Entry& entry);
   void evict_to_bound(BlockKey just_stored);
-  void count_size(Worker& w, uint32_t block_tokens, int delta);
+  void count_size(uint32_t block_tokens, int delta);
   void sweep_aliases(Worker& w);
   double best_weight(const Worker& w, uint32_t locations) const;
   static std::string location_name(const Location& location);
@@ -182,6 +181,15 @@ class BlockIndex {
   std::unordered_map<BlockKey, Entry> entries_;
   std::set<std::pair<uint64_t, BlockKey>> leaves_;  // (touched, key) of present childless
   std::vector<Worker> workers_;
+  // Content blocks held (a holder each) by block size, and the sizes most held first.
+  struct MostHeld {
+    bool operator()(const std::pair<size_t, uint32_t>& a,
+                    const std::pair<size_t, uint32_t>& b) const {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    }
+  };
+  std::unordered_map<uint32_t, size_t> size_counts_;
+  std::set<std::pair<size_t, uint32_t>, MostHeld> size_order_;  // (count, size)
   size_t present_ = 0;
   uint64_t tick_ = 0;
   uint64_t evicted_ = 0;

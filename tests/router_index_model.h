@@ -218,13 +218,6 @@ class IndexModel {
     return std::count_if(blocks_.begin(), blocks_.end(),
                          [&](const auto& b) { return b.second.holders.contains(w); });
   }
-  std::set<uint32_t> sizes_of(WorkerId w) const {
-    std::set<uint32_t> sizes;
-    for (const auto& [id, block] : blocks_) {
-      if (block.size != 0 && block.holders.contains(w)) sizes.insert(block.size);
-    }
-    return sizes;
-  }
   bool has_child(const std::string& id) const {
     return std::any_of(blocks_.begin(), blocks_.end(),
                        [&](const auto& b) { return b.second.parent == id; });
@@ -271,10 +264,7 @@ class IndexModel {
         parent_link = up->second.id;
         from_path = up->second.path;
       }
-      const std::set<uint32_t> sizes = sizes_of(w);
-      bool content =
-          has_tokens && from &&
-          (sizes.contains(s.block_size) || sizes.size() < router::BlockIndex::kMaxBlockSizes);
+      bool content = has_tokens && from.has_value();
       std::vector<TokenId> tokens;
       for (size_t t = b * s.block_size; content && t < (b + 1) * s.block_size; ++t) {
         const int64_t id = s.token_ids[t];

@@ -161,7 +161,7 @@ class RandomStream {
     events::BlockStored s;
     const size_t blocks = 1 + rng_() % 4;
     const uint64_t size_roll = rng_() % 10;
-    s.block_size = size_roll < 8 ? sizes_[size_roll % 2] : static_cast<uint32_t>(1 + rng_() % 7);
+    s.block_size = size_roll < 8 ? sizes_[size_roll % 2] : static_cast<uint32_t>(1 + rng_() % 12);
     for (size_t b = 0; b < blocks; ++b) s.block_hashes.push_back(fresh_or_known());
     switch (rng_() % 5) {
       case 0:

@@ -54,3 +54,17 @@ add_dependencies(test_router_integration radixkv radixkv_event_script)
 # The runtime's own events: one batch per call; SharedRuntime with a batcher per shard (threads).
 radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp
   LIBS radixkv_test_events radixkv_runtime Threads::Threads LABELS threads)
+
+# The router in front of publishers shaped like vLLM, SGLang and LMCache (tests/engine_publisher.py),
+# and against hostile clients and publishers (issue 29).
+foreach(test test_router_engines test_router_hostile)
+  radixkv_add_test(${test} SOURCES ${test}.cpp
+    LIBS radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json fmt::fmt
+         Threads::Threads
+    LABELS integration)
+  target_compile_definitions(${test} PRIVATE
+    RADIXKV_BINARY="$<TARGET_FILE:radixkv>"
+    RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}"
+    RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
+  add_dependencies(${test} radixkv radixkv_event_script)
+endforeach()
