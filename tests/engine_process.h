@@ -16,14 +16,16 @@
 
 namespace radixkv::testing {
 
+inline const std::string kDebianPython = RADIXKV_DEBIAN_PYTHON;
+
 struct EngineProcess {
-  // `python` and `script` are the Debian interpreter and tests/engine_publisher.py.
-  EngineProcess(std::string worker_name, const std::string& python, const std::string& script,
-                std::vector<std::string> args)
+  // Runs tests/engine_publisher.py with `args` under Debian's Python.
+  EngineProcess(std::string worker_name, std::vector<std::string> args)
       : name(std::move(worker_name)),
         process(
             [&] {
-              std::vector<std::string> argv = {python, script};
+              std::vector<std::string> argv = {
+                  kDebianPython, std::string(RADIXKV_TESTS_DIR) + "/engine_publisher.py"};
               argv.insert(argv.end(), args.begin(), args.end());
               return argv;
             }(),

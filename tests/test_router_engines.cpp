@@ -24,13 +24,7 @@ using radixkv::testing::RouterProcess;
 namespace {
 
 const std::string kRadixkv = RADIXKV_BINARY;
-const std::string kPython = RADIXKV_DEBIAN_PYTHON;
-const std::string kPublisher = std::string(RADIXKV_TESTS_DIR) + "/engine_publisher.py";
 const std::string kScript = RADIXKV_EVENT_SCRIPT_BINARY;
-
-EngineProcess engine(const std::string& name, std::vector<std::string> args) {
-  return EngineProcess(name, kPython, kPublisher, std::move(args));
-}
 
 std::vector<int> random_tokens(std::mt19937_64& rng, size_t n) {
   std::vector<int> tokens(n);
@@ -92,11 +86,12 @@ Seen check_against_engines(RouterProcess& router, std::vector<EngineProcess*> en
 }  // namespace
 
 TEST_CASE("router: engines: vLLM-shaped publishers, bytes and integer hashes, routed by tokens") {
-  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  if (const auto why = testing::python_missing(testing::kDebianPython))
+    RADIXKV_SKIP_OUTSIDE_CI(*why);
   // vLLM today (SHA-256 bytes), with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES, and its older arrays.
-  EngineProcess bytes = engine("bytes", {"--shape", "vllm", "--hash", "bytes"});
-  EngineProcess ints = engine("ints", {"--shape", "vllm", "--hash", "int"});
-  EngineProcess arrays = engine("arrays", {"--shape", "vllm-array", "--hash", "int"});
+  EngineProcess bytes("bytes", {"--shape", "vllm", "--hash", "bytes"});
+  EngineProcess ints("ints", {"--shape", "vllm", "--hash", "int"});
+  EngineProcess arrays("arrays", {"--shape", "vllm-array", "--hash", "int"});
   REQUIRE((bytes.started && ints.started && arrays.started));
   std::mt19937_64 rng(5);
   const nlohmann::json own[3] = {{{"tokens", random_tokens(rng, 100)}},
@@ -159,13 +154,14 @@ TEST_CASE("router: engines: vLLM-shaped publishers, bytes and integer hashes, ro
 }
 
 TEST_CASE("router: engines: SGLang, vLLM with LMCache, and radixkv workers behind one router") {
-  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  if (const auto why = testing::python_missing(testing::kDebianPython))
+    RADIXKV_SKIP_OUTSIDE_CI(*why);
   // SGLang pages of 8; vLLM blocks of 16 with LMCache chunks of 64 in CPU memory; radixkv pages
   // of 4 (a scripted worker, radixkv's own EventBatcher and publisher).
-  EngineProcess sglang = engine(
+  EngineProcess sglang(
       "sglang", {"--shape", "sglang", "--block-size", "8", "--capacity", "300", "--seed", "2"});
-  EngineProcess lmcache = engine("lmcache", {"--shape", "lmcache", "--chunk", "64", "--capacity",
-                                             "150", "--cpu", "--seed", "3"});
+  EngineProcess lmcache("lmcache", {"--shape", "lmcache", "--chunk", "64", "--capacity", "150",
+                                    "--cpu", "--seed", "3"});
   REQUIRE((sglang.started && lmcache.started));
   const std::string truth = testing::scratch_path("radixkv-truth.json");
   testing::ChildProcess radixkv(
@@ -225,7 +221,8 @@ TEST_CASE("router: engines: SGLang, vLLM with LMCache, and radixkv workers behin
 }
 
 TEST_CASE("router: engines: data parallel ranks are workers on ports offset by rank") {
-  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  if (const auto why = testing::python_missing(testing::kDebianPython))
+    RADIXKV_SKIP_OUTSIDE_CI(*why);
   std::mt19937_64 rng(std::random_device{}());
   // Base ports: ranks take base + rank, as vLLM's publisher does. A base in use: another try.
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -233,7 +230,7 @@ TEST_CASE("router: engines: data parallel ranks are workers on ports offset by r
     std::vector<std::unique_ptr<EngineProcess>> ranks;
     for (int r = 0; r < 2; ++r) {
       ranks.push_back(std::make_unique<EngineProcess>(
-          fmt::format("e/dp{}", r), kPython, kPublisher,
+          fmt::format("e/dp{}", r),
           std::vector<std::string>{"--shape", "vllm", "--rank", std::to_string(r), "--pub-port",
                                    std::to_string(pub_base), "--replay-port",
                                    std::to_string(replay_base)}));

@@ -24,8 +24,6 @@ using radixkv::testing::RouterProcess;
 namespace {
 
 const std::string kRadixkv = RADIXKV_BINARY;
-const std::string kPython = RADIXKV_DEBIAN_PYTHON;
-const std::string kPublisher = std::string(RADIXKV_TESTS_DIR) + "/engine_publisher.py";
 
 // A worker whose endpoints nobody serves: the router runs, the worker stays "connecting".
 const std::vector<std::string> kNobody = {"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2"};
@@ -157,8 +155,9 @@ TEST_CASE("router: hostile: slow clients neither starve others nor keep SIGTERM 
 // Item 3: one PUB frame with sequence 2^64 - 1 that replay never supplies started an endless
 // replay storm (~3,000 requests a second, 32 % CPU), the worker still "up".
 TEST_CASE("router: hostile: a forged sequence number is discarded, not asked for forever") {
-  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
-  EngineProcess forger("forger", kPython, kPublisher, {"--shape", "vllm"});
+  if (const auto why = testing::python_missing(testing::kDebianPython))
+    RADIXKV_SKIP_OUTSIDE_CI(*why);
+  EngineProcess forger("forger", {"--shape", "vllm"});
   REQUIRE(forger.started);
   RouterProcess router(kRadixkv, {"--worker", forger.flag()});
   REQUIRE(
@@ -183,9 +182,10 @@ TEST_CASE("router: hostile: a forged sequence number is discarded, not asked for
 
 // Item 5 between processes: one worker's junk mediums leave another worker's "CPU" blocks alone.
 TEST_CASE("router: hostile: one worker's 40 junk mediums do not touch another's view") {
-  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
-  EngineProcess junk("junk", kPython, kPublisher, {"--shape", "vllm"});
-  EngineProcess good("good", kPython, kPublisher, {"--shape", "vllm"});
+  if (const auto why = testing::python_missing(testing::kDebianPython))
+    RADIXKV_SKIP_OUTSIDE_CI(*why);
+  EngineProcess junk("junk", {"--shape", "vllm"});
+  EngineProcess good("good", {"--shape", "vllm"});
   REQUIRE((junk.started && good.started));
   RouterProcess router(kRadixkv, {"--worker", junk.flag(), "--worker", good.flag()});
   uint64_t junk_seq = 0;

@@ -30,8 +30,6 @@ using radixkv::testing::RouterProcess;
 namespace {
 
 const std::string kRadixkv = RADIXKV_BINARY;
-const std::string kPython = RADIXKV_DEBIAN_PYTHON;
-const std::string kPublisher = std::string(RADIXKV_TESTS_DIR) + "/engine_publisher.py";
 
 constexpr size_t kMaxIndexPages = 40'000;
 // The router's resident memory may not pass this: a base for the program, its libraries and
@@ -78,7 +76,7 @@ std::unique_ptr<EngineProcess> start_engine(const EngineSpec& spec, uint64_t see
   };
   if (!pub.empty())
     args.insert(args.end(), {"--pub-port", port_of(pub), "--replay-port", port_of(replay)});
-  auto engine = std::make_unique<EngineProcess>(spec.name, kPython, kPublisher, args);
+  auto engine = std::make_unique<EngineProcess>(spec.name, args);
   REQUIRE(engine->started);
   return engine;
 }
@@ -92,7 +90,8 @@ nlohmann::json route_body(const nlohmann::json& prompt) {
 }  // namespace
 
 TEST_CASE("router: soak: 8 engines of every shape, clients routing, a restart, bounded memory") {
-  if (const auto why = testing::python_missing(kPython)) RADIXKV_SKIP_OUTSIDE_CI(*why);
+  if (const auto why = testing::python_missing(testing::kDebianPython))
+    RADIXKV_SKIP_OUTSIDE_CI(*why);
   const double seconds = soak_seconds();
   MESSAGE("soaking for " << seconds << " s (RADIXKV_SOAK_SECONDS)");
   std::vector<std::unique_ptr<EngineProcess>> engines;
