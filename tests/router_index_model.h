@@ -305,7 +305,7 @@ class IndexModel {
       holder.locations.insert(*loc);
       holder.engine = engine;
       worker.names[engine] = {id, !content, path};
-      if (worker.names.size() > 2 * held(w) + 1024) {
+      if (worker.names.size() > 1024 && worker.names.size() > 2 * held(w) + 1024) {
         std::erase_if(worker.names, [&](const auto& named) {
           const auto b = blocks_.find(named.second.id);
           return b == blocks_.end() || !b->second.holders.contains(w);

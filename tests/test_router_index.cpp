@@ -529,8 +529,9 @@ TEST_CASE("router: a BlockStored of more blocks than the bound is refused whole,
   huge.medium = "GPU";
   huge.block_hashes.resize(3'000'000);
   for (size_t i = 0; i < huge.block_hashes.size(); ++i) huge.block_hashes[i] = i + 1;
+  const events::KvEvent event{huge};
   const auto start = std::chrono::steady_clock::now();
-  index.apply(w, events::KvEvent{huge});
+  index.apply(w, event);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(index.pages() == 0);
