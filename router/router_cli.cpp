@@ -7,6 +7,8 @@
 #include <csignal>
 #include <stdexcept>
 
+#include "events/endpoint.h"
+
 namespace radixkv::router {
 
 namespace {
@@ -29,6 +31,7 @@ std::vector<WorkerEndpoints> parse_worker(const std::string& spec) {
     at = comma + 1;
   }
   if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty()) throw bad();
+  events::check_endpoints({parts[0], parts[1]}, events::EndpointUse::kConnect, "--worker " + spec);
   const std::string name = spec.substr(0, equals);
   if (parts.size() == 2) return {{name, parts[0], parts[1]}};
   int64_t ranks = 0;
