@@ -1,8 +1,9 @@
 // A soak of `radixkv router` (label `slow`): 8 engines of every shape (tests/engine_publisher.py:
 // vLLM with bytes and integer hashes, with a CPU tier, vLLM's older arrays, SGLang, vLLM with
 // LMCache) publish a workload of chats and agent sessions over shared system prompts, with
-// evictions, for RADIXKV_SOAK_SECONDS (default 30; CI runs the default, a longer soak is run by
-// hand, e.g. RADIXKV_SOAK_SECONDS=600), while client threads route without pause. At each quiet
+// evictions, for RADIXKV_SOAK_SECONDS (default 10, and at least 4 rounds, one with a restart: CI
+// runs the default; a longer soak is run by hand, e.g. RADIXKV_SOAK_SECONDS=600), while client
+// threads route without pause. At each quiet
 // point (every engine's batches applied), the router's overlaps for cached prompts equal what each
 // engine says it holds; every few rounds one engine restarts (a new cache, the same ports), and
 // the router drops it and learns it again. The router's RSS stays under its bound throughout.
@@ -38,7 +39,7 @@ constexpr size_t kRssBound = (96u << 20) + kMaxIndexPages * 2048;
 
 double soak_seconds() {
   const char* value = std::getenv("RADIXKV_SOAK_SECONDS");
-  return value != nullptr ? std::atof(value) : 30;
+  return value != nullptr ? std::atof(value) : 10;
 }
 
 size_t rss_bytes(pid_t pid) {
@@ -151,7 +152,7 @@ TEST_CASE("router: soak: 8 engines of every shape, clients routing, a restart, b
   size_t max_rss = 0, checks = 0, found = 0, restarts = 0;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  for (int round = 0; std::chrono::steady_clock::now() < deadline || round < 3; ++round) {
+  for (int round = 0; std::chrono::steady_clock::now() < deadline || round < 4; ++round) {
     CAPTURE(round);
     if (round % 4 == 3) {  // one engine restarts: a new cache on the same ports
       const size_t e = rng() % engines.size();
