@@ -34,7 +34,7 @@ const std::string kRadixkv = RADIXKV_BINARY;
 
 constexpr size_t kMaxIndexPages = 40'000;
 // The router's resident memory may not pass this: a base for the program, its libraries and
-// buffers, and 2 KiB per indexed block (it uses about a fifth of that: bench/README.md).
+// buffers, and 2 KiB per indexed block (247 MiB at 10^6 blocks, program included: bench/README.md).
 constexpr size_t kRssBound = (96u << 20) + kMaxIndexPages * 2048;
 
 double soak_seconds() {
