@@ -36,7 +36,7 @@ const std::string& EventBatcher::medium(Tier tier) const {
   return tier == Tier::kDevice ? options_.device_medium : options_.host_medium;
 }
 
-void EventBatcher::stored(Tier tier, Namespace, std::optional<PageHash> parent,
+void EventBatcher::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
                           std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
   if (tokens.size() != hashes.size() * options_.page_tokens) {
     throw std::invalid_argument("EventBatcher::stored: " + std::to_string(hashes.size()) +
@@ -53,6 +53,10 @@ void EventBatcher::stored(Tier tier, Namespace, std::optional<PageHash> parent,
   event.token_ids.assign(tokens.begin(), tokens.end());
   event.block_size = options_.page_tokens;
   event.medium = medium(tier);
+  if (!parent && ns != 0) {  // the path's first block says which namespace seeds its chain
+    event.extra_keys.emplace(hashes.size());
+    event.extra_keys->front() = namespace_extra_keys(ns);
+  }
   pending_.emplace_back(std::move(event));
 }
 
@@ -60,7 +64,7 @@ void EventBatcher::removed(Tier tier, std::span<const PageHash> hashes) {
   if (hashes.empty()) return;
   BlockRemoved* last = pending_.empty() ? nullptr : std::get_if<BlockRemoved>(&pending_.back());
   if (last == nullptr || last->medium != medium(tier)) {
-    pending_.emplace_back(BlockRemoved{{}, medium(tier)});
+    pending_.emplace_back(BlockRemoved{.block_hashes = {}, .medium = medium(tier)});
     last = &std::get<BlockRemoved>(pending_.back());
   }
   for (const PageHash& hash : hashes) last->block_hashes.push_back(block_hash(hash));

@@ -3,7 +3,9 @@
 // sink: a ZmqEventPublisher's publish(), or an in-process consumer such as a router's BlockIndex.
 //
 //   stored   -> BlockStored{block hashes = low 64 bits of the page hashes, parent likewise,
-//               token_ids, block_size = page_tokens, medium = the tier's name, lora_* = nil}
+//               token_ids, block_size = page_tokens, medium = the tier's name, lora_* = nil,
+//               extra_keys = [(ns,), nil...] at the root of a namespace other than 0, else nil
+//               (events/block_hash.h)}
 //   removed  -> BlockRemoved{block hashes, medium}; a removal right after another removal from the
 //               same tier joins it (the same change, one event instead of one per page)
 //   cleared  -> AllBlocksCleared

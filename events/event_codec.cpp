@@ -1,5 +1,6 @@
 #include "events/event_codec.h"
 
+#include <xxhash.h>
 #include <msgpack.hpp>
 
 #include <bit>
@@ -82,8 +83,34 @@ class Writer {
     for (const T& v : values) pk_.pack(v);
   }
 
+  // The fields that have a default (None) count only up to the last one set: msgspec leaves out
+  // a map's unset ones and an array's unset tail (omit_defaults).
+  uint32_t defaulted_fields(std::initializer_list<bool> set) const {
+    uint32_t count = 0, position = 0;
+    for (bool s : set) {
+      ++position;
+      if (s) count = encoding_ == EventEncoding::kMap ? count + 1 : position;
+    }
+    return count;
+  }
+  // A defaulted field, unless the encoding leaves it out.
+  template <typename T, typename Write>
+  void defaulted(const char* name, const std::optional<T>& value, bool written, Write write) {
+    if (!written) return;
+    key(name);
+    if (value) {
+      write(*value);
+    } else {
+      pk_.pack_nil();
+    }
+  }
+
   void write(const BlockStored& e) {
-    event("BlockStored", 7);
+    const std::initializer_list<bool> set = {e.extra_keys.has_value(), e.group_idx.has_value(),
+                                             e.kv_cache_spec_kind.has_value(),
+                                             e.kv_cache_spec_sliding_window.has_value()};
+    const uint32_t extra = defaulted_fields(set);
+    event("BlockStored", 7 + extra);
     key("block_hashes");
     list(e.block_hashes);
     key("parent_block_hash");
@@ -98,13 +125,38 @@ class Writer {
     optional(e.medium);
     key("lora_name");
     optional(e.lora_name);
+    // In an array, field i of the defaulted ones is written when i < extra (nil if unset).
+    const auto written = [&](uint32_t i, bool is_set) {
+      return encoding_ == EventEncoding::kMap ? is_set : i < extra;
+    };
+    defaulted("extra_keys", e.extra_keys, written(0, e.extra_keys.has_value()),
+              [this](const auto& keys) {
+                pk_.pack_array(static_cast<uint32_t>(keys.size()));
+                for (const std::optional<ExtraKeys>& k : keys) {
+                  if (k) {
+                    buffer_.write(k->data(), k->size());  // already msgpack
+                  } else {
+                    pk_.pack_nil();
+                  }
+                }
+              });
+    defaulted("group_idx", e.group_idx, written(1, e.group_idx.has_value()),
+              [this](int64_t v) { pk_.pack(v); });
+    defaulted("kv_cache_spec_kind", e.kv_cache_spec_kind,
+              written(2, e.kv_cache_spec_kind.has_value()),
+              [this](const std::string& v) { str(v); });
+    defaulted("kv_cache_spec_sliding_window", e.kv_cache_spec_sliding_window,
+              written(3, e.kv_cache_spec_sliding_window.has_value()),
+              [this](int64_t v) { pk_.pack(v); });
   }
   void write(const BlockRemoved& e) {
-    event("BlockRemoved", 2);
+    const uint32_t extra = defaulted_fields({e.group_idx.has_value()});
+    event("BlockRemoved", 2 + extra);
     key("block_hashes");
     list(e.block_hashes);
     key("medium");
     optional(e.medium);
+    defaulted("group_idx", e.group_idx, extra > 0, [this](int64_t v) { pk_.pack(v); });
   }
   void write(const AllBlocksCleared&) { event("AllBlocksCleared", 0); }
 
@@ -160,12 +212,34 @@ int64_t read_int(const msgpack::object& o, const std::string& path) {
   return static_cast<int64_t>(o.via.u64);
 }
 
-// A block hash: any 64-bit integer, negative ones as their two's complement (a signed 64-bit
-// hash and its unsigned form name the same block).
+// A block hash in any form a publisher writes it, brought to 64 bits:
+//   integer  as it is, a negative one as its two's complement (SGLang's signed hashes);
+//   bytes    the last 8 bytes as a big-endian integer (fewer: zero-padded on the left), which is
+//            what vLLM sends instead when VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES is set
+//            (maybe_convert_block_hash in vllm/v1/core/kv_cache_utils.py), so both name a block
+//            alike;
+//   str      XXH3-64 of its bytes (a hex digest's last 8 characters would keep only 32 bits).
 BlockHash read_hash(const msgpack::object& o, const std::string& path) {
-  if (o.type == msgpack::type::POSITIVE_INTEGER) return o.via.u64;
-  if (o.type == msgpack::type::NEGATIVE_INTEGER) return static_cast<BlockHash>(o.via.i64);
-  expected(path, "an integer block hash", o);
+  switch (o.type) {
+    case msgpack::type::POSITIVE_INTEGER:
+      return o.via.u64;
+    case msgpack::type::NEGATIVE_INTEGER:
+      return static_cast<BlockHash>(o.via.i64);
+    case msgpack::type::BIN: {
+      if (o.via.bin.size == 0) fail(path, "an empty bytes block hash");
+      BlockHash value = 0;
+      const uint32_t from = o.via.bin.size > 8 ? o.via.bin.size - 8 : 0;
+      for (uint32_t i = from; i < o.via.bin.size; ++i) {
+        value = (value << 8) | static_cast<unsigned char>(o.via.bin.ptr[i]);
+      }
+      return value;
+    }
+    case msgpack::type::STR:
+      if (o.via.str.size == 0) fail(path, "an empty str block hash");
+      return XXH3_64bits(o.via.str.ptr, o.via.str.size);
+    default:
+      expected(path, "a block hash (an integer, bytes or str)", o);
+  }
 }
 
 std::string read_str(const msgpack::object& o, const std::string& path) {
@@ -188,6 +262,37 @@ std::vector<T> read_list(const msgpack::object& o, const std::string& path, Read
     values.push_back(read(o.via.array.ptr[i], path + "[" + std::to_string(i) + "]"));
   }
   return values;
+}
+
+// Token ids, or none when they are not all integers in int64 (SGLang's EAGLE bigram keys are
+// pairs): a block without usable tokens is still a block, named by its hash alone.
+std::vector<int64_t> read_tokens(const msgpack::object& o, const std::string& path) {
+  if (o.type != msgpack::type::ARRAY) expected(path, "an array", o);
+  std::vector<int64_t> tokens;
+  tokens.reserve(o.via.array.size);
+  for (uint32_t i = 0; i < o.via.array.size; ++i) {
+    const msgpack::object& t = o.via.array.ptr[i];
+    const bool fits = t.type == msgpack::type::NEGATIVE_INTEGER ||
+                      (t.type == msgpack::type::POSITIVE_INTEGER &&
+                       t.via.u64 <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+    if (!fits) return {};
+    tokens.push_back(t.type == msgpack::type::NEGATIVE_INTEGER ? t.via.i64
+                                                               : static_cast<int64_t>(t.via.u64));
+  }
+  return tokens;
+}
+
+// extra_keys: a list with one entry per block, each nil or the block's tuple of keys, kept as the
+// msgpack bytes msgpack-cxx packs it to.
+std::vector<std::optional<ExtraKeys>> read_extra_keys(const msgpack::object& o,
+                                                      const std::string& path) {
+  return read_list<std::optional<ExtraKeys>>(
+      o, path, [](const msgpack::object& entry, const std::string&) {
+        if (entry.type == msgpack::type::NIL) return std::optional<ExtraKeys>();
+        msgpack::sbuffer bytes;
+        msgpack::pack(bytes, entry);
+        return std::optional<ExtraKeys>(ExtraKeys(bytes.data(), bytes.size()));
+      });
 }
 
 // The fields of one struct, by name: a map's values, or an array's elements by position.
@@ -235,7 +340,7 @@ BlockStored read_block_stored(const Fields& f) {
       read_list<BlockHash>(f.required("block_hashes"), f.path("block_hashes"), read_hash);
   e.parent_block_hash = read_optional<BlockHash>(&f.required("parent_block_hash"),
                                                  f.path("parent_block_hash"), read_hash);
-  e.token_ids = read_list<int64_t>(f.required("token_ids"), f.path("token_ids"), read_int);
+  e.token_ids = read_tokens(f.required("token_ids"), f.path("token_ids"));
   const int64_t block_size = read_int(f.required("block_size"), f.path("block_size"));
   if (block_size < 1 || block_size > std::numeric_limits<uint32_t>::max()) {
     fail(f.path("block_size"),
@@ -245,6 +350,17 @@ BlockStored read_block_stored(const Fields& f) {
   e.lora_id = read_optional<int64_t>(f.find("lora_id"), f.path("lora_id"), read_int);
   e.medium = read_optional<std::string>(f.find("medium"), f.path("medium"), read_str);
   e.lora_name = read_optional<std::string>(f.find("lora_name"), f.path("lora_name"), read_str);
+  e.extra_keys = read_optional<std::vector<std::optional<ExtraKeys>>>(
+      f.find("extra_keys"), f.path("extra_keys"), read_extra_keys);
+  if (e.extra_keys && e.extra_keys->size() != e.block_hashes.size()) {
+    fail(f.path("extra_keys"), std::to_string(e.extra_keys->size()) + " entries for " +
+                                   std::to_string(e.block_hashes.size()) + " blocks");
+  }
+  e.group_idx = read_optional<int64_t>(f.find("group_idx"), f.path("group_idx"), read_int);
+  e.kv_cache_spec_kind = read_optional<std::string>(f.find("kv_cache_spec_kind"),
+                                                    f.path("kv_cache_spec_kind"), read_str);
+  e.kv_cache_spec_sliding_window = read_optional<int64_t>(
+      f.find("kv_cache_spec_sliding_window"), f.path("kv_cache_spec_sliding_window"), read_int);
   return e;
 }
 
@@ -253,6 +369,7 @@ BlockRemoved read_block_removed(const Fields& f) {
   e.block_hashes =
       read_list<BlockHash>(f.required("block_hashes"), f.path("block_hashes"), read_hash);
   e.medium = read_optional<std::string>(f.find("medium"), f.path("medium"), read_str);
+  e.group_idx = read_optional<int64_t>(f.find("group_idx"), f.path("group_idx"), read_int);
   return e;
 }
 
@@ -273,11 +390,12 @@ KvEvent read_event(const msgpack::object& o, const std::string& path) {
   if (tag == "BlockStored") {
     return read_block_stored(Fields(o, path,
                                     {"block_hashes", "parent_block_hash", "token_ids", "block_size",
-                                     "lora_id", "medium", "lora_name"},
+                                     "lora_id", "medium", "lora_name", "extra_keys", "group_idx",
+                                     "kv_cache_spec_kind", "kv_cache_spec_sliding_window"},
                                     offset));
   }
   if (tag == "BlockRemoved") {
-    return read_block_removed(Fields(o, path, {"block_hashes", "medium"}, offset));
+    return read_block_removed(Fields(o, path, {"block_hashes", "medium", "group_idx"}, offset));
   }
   if (tag == "AllBlocksCleared") return AllBlocksCleared{};
   fail(path,

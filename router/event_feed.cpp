@@ -45,7 +45,13 @@ struct EventFeed::Impl {
     WorkerEndpoints endpoints;
     zmq::socket_t sub, dealer;
     uint64_t next_seq = 0;
-    std::map<uint64_t, std::string> held;  // PUB batches past next_seq, waiting for the gap
+    struct Held {
+      std::string payload;
+      uint64_t requests_before;  // replay requests sent when it came
+    };
+    std::map<uint64_t, Held> held;  // PUB batches past next_seq, waiting for the gap
+    size_t held_bytes = 0;
+    uint64_t requests_sent = 0;
     bool replay_outstanding = false;
     Clock::time_point replay_sent;   // the last request
     Clock::time_point replay_heard;  // the last message on the replay socket
@@ -53,7 +59,7 @@ struct EventFeed::Impl {
 
     std::atomic<WorkerState> state{WorkerState::kConnecting};
     std::atomic<uint64_t> published_next{0}, batches{0}, replay_requests{0}, gaps{0},
-        decode_errors{0}, times_down{0};
+        decode_errors{0}, times_down{0}, discarded{0};
   };
 
   Impl(FeedOptions opts, FeedSink s) : options(std::move(opts)), sink(std::move(s)) {}
@@ -92,6 +98,7 @@ EventFeed::EventFeed(std::vector<WorkerEndpoints> workers, FeedOptions options, 
     try {
       w->sub = zmq::socket_t(impl_->context, zmq::socket_type::sub);
       w->sub.set(zmq::sockopt::rcvhwm, 100'000);
+      w->sub.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(impl_->options.max_batch_bytes));
       w->sub.set(zmq::sockopt::linger, 0);
       w->sub.set(zmq::sockopt::subscribe, impl_->options.topic);
       w->sub.connect(e.pub);
@@ -126,14 +133,16 @@ std::vector<WorkerFeedStatus> EventFeed::status() const {
   for (const auto& w : impl_->workers) {
     out.push_back({w->endpoints.name, w->state.load(), w->published_next.load(), w->batches.load(),
                    w->replay_requests.load(), w->gaps.load(), w->decode_errors.load(),
-                   w->times_down.load()});
+                   w->times_down.load(), w->discarded.load()});
   }
   return out;
 }
 
 void EventFeed::Impl::open_dealer(Worker& w) {
   w.dealer = zmq::socket_t(context, zmq::socket_type::dealer);
-  w.dealer.set(zmq::sockopt::rcvhwm, 0);  // a whole replay must fit: the publisher bounds it
+  // A whole replay must fit (vLLM buffers 10,000 batches); past this, a gap shows what was lost.
+  w.dealer.set(zmq::sockopt::rcvhwm, 100'000);
+  w.dealer.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(options.max_batch_bytes));
   w.dealer.set(zmq::sockopt::linger, 0);
   w.dealer.connect(w.endpoints.replay);
 }
@@ -144,6 +153,7 @@ void EventFeed::Impl::request_replay(Worker& w, uint64_t from) {
   zmq::send_multipart(w.dealer, request, zmq::send_flags::dontwait);
   w.replay_outstanding = true;
   w.replay_sent = Clock::now();
+  ++w.requests_sent;
   w.replay_requests.fetch_add(1);
 }
 
@@ -156,6 +166,14 @@ void EventFeed::Impl::deliver(Worker& w, uint64_t seq, std::string_view payload)
   } catch (const events::EventDecodeError& e) {
     w.decode_errors.fetch_add(1);
     lost(w, "batch " + std::to_string(seq) + " does not decode: " + e.what());
+    return;
+  }
+  if (w.endpoints.data_parallel_rank && batch.data_parallel_rank &&
+      batch.data_parallel_rank != w.endpoints.data_parallel_rank) {
+    w.decode_errors.fetch_add(1);
+    lost(w, "batch " + std::to_string(seq) + " is of data parallel rank " +
+                std::to_string(*batch.data_parallel_rank) + ", not " +
+                std::to_string(*w.endpoints.data_parallel_rank));
     return;
   }
   w.batches.fetch_add(1);
@@ -177,16 +195,25 @@ void EventFeed::Impl::skip_gap(Worker& w, uint64_t to) {
 }
 
 // After a replay ended: apply the held PUB batches that follow in order. A hole before the next
-// held one is a batch published after the replay's snapshot and missed on PUB (a subscription
-// still on its way, say): ask again. Only a replay that skips a batch proves it gone.
+// held one that came after the replay was asked for is a batch published after the replay's
+// snapshot and missed on PUB (a subscription still on its way, say): ask again. One that came
+// before cannot be: the worker had published it, and its replay would have had it. No such batch
+// exists (a forged seq): it is discarded. Only a replay that skips a batch proves a batch gone.
 void EventFeed::Impl::settle(Worker& w) {
   while (!w.held.empty()) {
     auto first = w.held.begin();
     if (first->first > w.next_seq) {
+      if (first->second.requests_before < w.requests_sent) {
+        w.discarded.fetch_add(1);
+        w.held_bytes -= first->second.payload.size();
+        w.held.erase(first);
+        continue;
+      }
       request_replay(w, w.next_seq);
       return;
     }
-    if (first->first == w.next_seq) deliver(w, first->first, first->second);
+    if (first->first == w.next_seq) deliver(w, first->first, first->second.payload);
+    w.held_bytes -= first->second.payload.size();
     w.held.erase(first);
   }
 }
@@ -201,7 +228,11 @@ void EventFeed::Impl::on_pub(Worker& w, std::vector<zmq::message_t>& frames) {
   const auto s = static_cast<uint64_t>(*seq);
   if (s < w.next_seq) return;  // already applied (through replay)
   if (w.replay_outstanding || s > w.next_seq) {
-    w.held.emplace(s, frames[2].to_string());
+    if (w.held.size() >= kMaxHeldBatches || w.held_bytes + frames[2].size() > kMaxHeldBytes) {
+      w.discarded.fetch_add(1);  // replay fetches it, if the worker has it
+    } else if (w.held.emplace(s, Worker::Held{frames[2].to_string(), w.requests_sent}).second) {
+      w.held_bytes += frames[2].size();
+    }
     if (!w.replay_outstanding) request_replay(w, w.next_seq);
     return;
   }
@@ -243,6 +274,7 @@ void EventFeed::Impl::check_timers(Worker& w, Clock::time_point now) {
     w.next_seq = 0;
     w.published_next.store(0);
     w.held.clear();
+    w.held_bytes = 0;
     open_dealer(w);  // drops requests still queued for the dead peer
     request_replay(w, 0);
   } else if (now - w.last_heard >= options.probe_after) {

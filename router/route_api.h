@@ -1,16 +1,24 @@
-// The JSON of the router's HTTP API (docs/cluster.md, "The router's HTTP API"), apart from the
-// server, so that it can be tested without sockets.
+// The JSON of the router's HTTP API (docs/cluster.md, "HTTP API"), apart from the server, so that
+// it can be tested without sockets.
 //
 // POST /route request (one of tokens or block_hashes):
-//   {"tokens": [int32...], "page_size": int >= 1, "namespace": uint64 (default 0),
-//    "block_hashes": [uint64...],
+//   {"tokens": [int32...], "page_size": int >= 1 (default 16), "namespace": uint64 (default 0),
+//    "lora_name": str, "cache_salt": str,
+//    "block_hashes": [uint64 | int64 | str...],
 //    "candidates": [{"worker": str, "load": number >= 0 (default 0)}...]  (default: every worker
-//                                                                          the router knows)}
-// With tokens the router chain-hashes their whole pages as the workers do (events/block_hash.h)
-// and request_blocks = tokens / page_size; with block_hashes, request_blocks = their count.
+//                                                                          that is up)}
+// With tokens the router keys their blocks as the workers' events are keyed (router/block_key.h),
+// at every block size the workers use; page_size is the unit of request_blocks, the overlaps and
+// the loads. block_hashes are engine hashes, as each worker named its blocks (a str one is taken
+// as the events take it: XXH3-64 of its bytes; a negative one as its two's complement).
 // Response: {"worker": str, "outcome": str, "request_blocks": number,
-//            "candidates": [{"worker", "known", "overlap_blocks", "load", "prefill_blocks",
-//                            "score"}...]}   (router/route_cost.h says what each means)
+//            "candidates": [{"worker", "known", "overlap_blocks", "weighted_overlap_blocks",
+//                            "load", "prefill_blocks", "score"}...]}
+// (router/route_cost.h says what each means).
+//
+// Parsing is bounded: a body nested deeper than kMaxDepth levels is refused before anything reads
+// it, numbers out of range (1e400, 2^64) are refused, and an error message quotes at most a few
+// dozen characters of the value it names.
 #pragma once
 
 #include <stdexcept>
@@ -29,10 +37,11 @@ class RouteRequestError : public std::invalid_argument {
 };
 
 struct RouteQuery {
-  std::vector<BlockHash> hashes;
-  double request_blocks = 0;
+  RouteRequest request;
   std::vector<Candidate> candidates;
 };
+
+inline constexpr size_t kMaxDepth = 8;
 
 RouteQuery parse_route_request(std::string_view body);
 std::string render_route_decision(const RouteDecision& decision);

@@ -1,13 +1,10 @@
 #include "router/router_service.h"
 
-#include <httplib.h>
-
 #include <array>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "router/block_index.h"
 #include "router/route_api.h"
@@ -31,21 +28,22 @@ std::string label(std::string_view value) {
   return out;
 }
 
-void reply_json(httplib::Response& res, int status, const std::string& body) {
-  res.status = status;
-  res.set_content(body, "application/json");
+HttpResponse json_response(unsigned status, std::string body) {
+  return {status, "application/json", std::move(body)};
 }
 
 }  // namespace
 
 struct RouterService::Impl {
-  explicit Impl(RouterOptions opts) : options(std::move(opts)), index(options.max_index_pages) {}
+  explicit Impl(RouterOptions opts)
+      : options(std::move(opts)), index(options.max_index_pages, options.tiers) {}
 
   void apply(size_t worker, const events::EventBatch& batch);
   void lose(size_t worker);
-  void handle_route(const httplib::Request& req, httplib::Response& res);
-  void handle_index(const httplib::Request& req, httplib::Response& res);
-  void handle_healthz(httplib::Response& res);
+  HttpResponse handle(const HttpRequest& req);
+  HttpResponse handle_route(std::string_view body);
+  HttpResponse handle_index(std::string_view query);
+  HttpResponse handle_healthz();
 
   RouterOptions options;
   mutable std::mutex mutex;  // guards everything below but the feed and the server
@@ -55,9 +53,7 @@ struct RouterService::Impl {
   uint64_t bad_requests = 0;
 
   std::unique_ptr<EventFeed> feed;
-  httplib::Server server;
-  int port = 0;
-  std::thread http_thread;
+  std::unique_ptr<HttpServer> server;
   bool started = false, stopped = false;
 };
 
@@ -72,68 +68,53 @@ RouterService::RouterService(RouterOptions options)
     s.index.add_worker(w.name);
   }
   s.events_applied.resize(s.options.workers.size());
+  FeedOptions feed;
+  feed.topic = s.options.topic;
+  feed.timeout = s.options.worker_timeout;
+  feed.probe_after = s.options.worker_timeout / 4;
+  feed.max_batch_bytes = s.options.max_batch_bytes;
   s.feed = std::make_unique<EventFeed>(
-      s.options.workers,
-      FeedOptions{s.options.topic, s.options.worker_timeout, s.options.worker_timeout / 4},
+      s.options.workers, feed,
       FeedSink{[&s](size_t w, const events::EventBatch& b) { s.apply(w, b); },
                [&s](size_t w, std::string_view) { s.lose(w); }});
-
-  s.server.set_payload_max_length(64u << 20);  // a 64 MiB body is a prompt of millions of tokens
-  // httplib's default adds SO_REUSEPORT, which would let a second router share a port in use.
-  s.server.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  s.server.Post("/route",
-                [&s](const httplib::Request& q, httplib::Response& r) { s.handle_route(q, r); });
-  s.server.Get("/index",
-               [&s](const httplib::Request& q, httplib::Response& r) { s.handle_index(q, r); });
-  s.server.Get("/healthz",
-               [&s](const httplib::Request&, httplib::Response& r) { s.handle_healthz(r); });
-  s.server.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
-    r.set_content(metrics(), "text/plain; version=0.0.4");
-  });
-  if (s.options.http_port < 0 || s.options.http_port > 65535) {
-    throw std::invalid_argument("--listen: port " + std::to_string(s.options.http_port) +
-                                " is not in 0..65535");
-  }
-  if (s.options.http_port == 0) {
-    s.port = s.server.bind_to_any_port(s.options.http_host);
-  } else if (s.server.bind_to_port(s.options.http_host, s.options.http_port)) {
-    s.port = s.options.http_port;
-  }
-  if (s.port <= 0) {
-    throw std::invalid_argument("--listen: cannot listen on " + s.options.http_host + ":" +
-                                std::to_string(s.options.http_port) +
-                                " (in use, or not an address of this machine)");
-  }
+  s.server = std::make_unique<HttpServer>(
+      s.options.http_host, s.options.http_port, s.options.http, [this](const HttpRequest& req) {
+        if (req.path == "/metrics" && req.method == "GET") {
+          return HttpResponse{200, "text/plain; version=0.0.4", metrics()};
+        }
+        return impl_->handle(req);
+      });
 }
 
 RouterService::~RouterService() { stop(); }
 
-int RouterService::port() const { return impl_->port; }
+int RouterService::port() const { return impl_->server->port(); }
 
 void RouterService::start() {
   Impl& s = *impl_;
   if (s.started) return;
   s.started = true;
   s.feed->start();
-  s.http_thread = std::thread([&s] { s.server.listen_after_bind(); });
+  s.server->start();
 }
 
 void RouterService::stop() {
   Impl& s = *impl_;
   if (s.stopped) return;
   s.stopped = true;
-  s.server.stop();
-  if (s.http_thread.joinable()) s.http_thread.join();
+  s.server->stop();
   s.feed->stop();
 }
 
 void RouterService::Impl::apply(size_t worker, const events::EventBatch& batch) {
-  std::lock_guard lock(mutex);
+  const auto id = static_cast<WorkerId>(worker);
   for (const events::KvEvent& event : batch.events) {
-    index.apply(static_cast<WorkerId>(worker), event);
+    // A part at a time: a route waits for one part at most, never a whole batch.
+    for (size_t at = 0; at != BlockIndex::kDone;) {
+      std::lock_guard lock(mutex);
+      at = index.apply_part(id, event, at, kPartBlocks);
+    }
+    std::lock_guard lock(mutex);
     ++events_applied[worker][event.index()];
   }
 }
@@ -143,47 +124,59 @@ void RouterService::Impl::lose(size_t worker) {
   index.clear_worker(static_cast<WorkerId>(worker));
 }
 
-void RouterService::Impl::handle_route(const httplib::Request& req, httplib::Response& res) {
+HttpResponse RouterService::Impl::handle(const HttpRequest& req) {
+  const bool get = req.method == "GET";
+  if (req.path == "/route") {
+    if (req.method == "POST") return handle_route(req.body);
+  } else if (req.path == "/index") {
+    if (get) return handle_index(req.query);
+  } else if (req.path == "/healthz") {
+    if (get) return handle_healthz();
+  } else {
+    return json_response(404, render_error("no such path (known: POST /route, GET /index, "
+                                           "GET /healthz, GET /metrics)"));
+  }
+  return json_response(405, render_error(std::string(req.path) + ": method not allowed"));
+}
+
+HttpResponse RouterService::Impl::handle_route(std::string_view body) {
   RouteQuery query;
   try {
-    query = parse_route_request(req.body);
+    query = parse_route_request(body);
   } catch (const RouteRequestError& e) {
     std::lock_guard lock(mutex);
     ++bad_requests;
-    return reply_json(res, 400, render_error(e.what()));
+    return json_response(400, render_error(e.what()));
   }
   if (query.candidates.empty()) {
     for (const WorkerFeedStatus& w : feed->status()) {
       if (w.state == WorkerState::kUp) query.candidates.push_back({w.name, 0});
     }
     if (query.candidates.empty()) {
-      return reply_json(res, 503, render_error("no worker is up: give candidates, or wait"));
+      return json_response(503, render_error("no worker is up: give candidates, or wait"));
     }
   }
   std::lock_guard lock(mutex);
   try {
-    const RouteDecision decision =
-        route(index, query.hashes, query.request_blocks, query.candidates, options.weights);
+    const RouteDecision decision = route(index, query.request, query.candidates, options.weights);
     for (size_t i = 0; i < kOutcomes.size(); ++i) decisions[i] += kOutcomes[i] == decision.outcome;
-    reply_json(res, 200, render_route_decision(decision));
+    return json_response(200, render_route_decision(decision));
   } catch (const std::invalid_argument& e) {
     ++bad_requests;
-    reply_json(res, 400, render_error(e.what()));
+    return json_response(400, render_error(e.what()));
   }
 }
 
-void RouterService::Impl::handle_index(const httplib::Request& req, httplib::Response& res) {
-  if (!req.has_param("worker")) {
-    return reply_json(res, 400, render_error("worker: give ?worker=NAME"));
-  }
-  const std::string name = req.get_param_value("worker");
+HttpResponse RouterService::Impl::handle_index(std::string_view query) {
+  const std::optional<std::string> name = query_value(query, "worker");
+  if (!name) return json_response(400, render_error("worker: give ?worker=NAME"));
   std::lock_guard lock(mutex);
-  const std::optional<WorkerId> worker = index.find_worker(name);
-  if (!worker) return reply_json(res, 404, render_error("worker: no worker named " + name));
-  reply_json(res, 200, render_holdings(name, index.holdings(*worker)));
+  const std::optional<WorkerId> worker = index.find_worker(*name);
+  if (!worker) return json_response(404, render_error("worker: no worker named " + *name));
+  return json_response(200, render_holdings(*name, index.holdings(*worker)));
 }
 
-void RouterService::Impl::handle_healthz(httplib::Response& res) {
+HttpResponse RouterService::Impl::handle_healthz() {
   nlohmann::json workers = nlohmann::json::array();
   const std::vector<WorkerFeedStatus> status = feed->status();
   std::lock_guard lock(mutex);
@@ -193,15 +186,21 @@ void RouterService::Impl::handle_healthz(httplib::Response& res) {
                        {"next_seq", status[w].next_seq},
                        {"pages", index.pages_of(static_cast<WorkerId>(w))}});
   }
-  reply_json(res, 200, nlohmann::json{{"status", "ok"}, {"workers", std::move(workers)}}.dump());
+  return json_response(200, nlohmann::json{{"status", "ok"}, {"workers", std::move(workers)}}.dump(
+                                -1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string RouterService::metrics() const {
   const Impl& s = *impl_;
   const std::vector<WorkerFeedStatus> status = s.feed->status();
+  const HttpStats http = s.server->stats();
   std::ostringstream out;
   auto family = [&](const char* name, const char* type, const char* help) {
     out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+  };
+  auto one = [&](const char* name, const char* type, const char* help, auto value) {
+    family(name, type, help);
+    out << name << ' ' << value << '\n';
   };
   auto per_worker = [&](const char* name, const char* type, const char* help, auto value) {
     family(name, type, help);
@@ -220,11 +219,23 @@ std::string RouterService::metrics() const {
   per_worker("radixkv_router_decode_errors_total", "counter",
              "Messages that were not a valid event batch.",
              [](const WorkerFeedStatus& w) { return w.decode_errors; });
+  per_worker("radixkv_router_batches_discarded_total", "counter",
+             "PUB batches dropped: seqs the worker's replay never had, or past the held bounds.",
+             [](const WorkerFeedStatus& w) { return w.discarded; });
   per_worker("radixkv_router_worker_down_total", "counter",
              "Times the worker was dropped for silence past the timeout.",
              [](const WorkerFeedStatus& w) { return w.times_down; });
   per_worker("radixkv_router_worker_up", "gauge", "1 while the worker answers.",
              [](const WorkerFeedStatus& w) { return w.state == WorkerState::kUp ? 1 : 0; });
+  one("radixkv_router_http_requests_total", "counter", "HTTP requests answered.", http.requests);
+  family("radixkv_router_http_rejected_total", "counter",
+         "HTTP connections closed unanswered or refused, by reason.");
+  out << "radixkv_router_http_rejected_total{reason=\"timeout\"} " << http.timeouts << '\n'
+      << "radixkv_router_http_rejected_total{reason=\"malformed\"} " << http.malformed << '\n'
+      << "radixkv_router_http_rejected_total{reason=\"connections\"} " << http.connections_refused
+      << '\n';
+  one("radixkv_router_internal_errors_total", "counter", "Requests answered 500.",
+      http.handler_errors);
 
   std::lock_guard lock(s.mutex);
   family("radixkv_router_events_applied_total", "counter", "KV events applied, by type.");
@@ -237,20 +248,22 @@ std::string RouterService::metrics() const {
   per_worker(
       "radixkv_router_index_pages", "gauge", "Blocks the index says the worker holds.",
       [&s](const WorkerFeedStatus& w) { return s.index.pages_of(*s.index.find_worker(w.name)); });
-  family("radixkv_router_index_pages_total", "gauge", "Blocks in the index (any worker).");
-  out << "radixkv_router_index_pages_total " << s.index.pages() << '\n';
-  family("radixkv_router_index_max_pages", "gauge", "The index's bound (--max-index-pages).");
-  out << "radixkv_router_index_max_pages " << s.index.max_pages() << '\n';
-  family("radixkv_router_index_evicted_pages_total", "counter",
-         "Blocks the index forgot to stay within its bound.");
-  out << "radixkv_router_index_evicted_pages_total " << s.index.evicted_pages() << '\n';
+  one("radixkv_router_index_pages_total", "gauge", "Blocks in the index (any worker).",
+      s.index.pages());
+  one("radixkv_router_index_max_pages", "gauge", "The index's bound (--max-index-pages).",
+      s.index.max_pages());
+  one("radixkv_router_index_evicted_pages_total", "counter",
+      "Blocks the index forgot to stay within its bound.", s.index.evicted_pages());
+  one("radixkv_router_index_refused_blocks_total", "counter",
+      "Stored blocks skipped: events larger than the bound, a worker's 33rd medium.",
+      s.index.refused_blocks());
   family("radixkv_router_decisions_total", "counter", "Routing decisions, by outcome.");
   for (size_t i = 0; i < kOutcomes.size(); ++i) {
     out << "radixkv_router_decisions_total{outcome=\"" << to_string(kOutcomes[i]) << "\"} "
         << s.decisions[i] << '\n';
   }
-  family("radixkv_router_bad_requests_total", "counter", "Requests refused as malformed.");
-  out << "radixkv_router_bad_requests_total " << s.bad_requests << '\n';
+  one("radixkv_router_bad_requests_total", "counter", "Requests refused as malformed.",
+      s.bad_requests);
   return out.str();
 }
 

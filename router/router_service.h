@@ -1,5 +1,6 @@
 // RouterService: the `radixkv router` process — one BlockIndex (router/block_index.h) fed by the
-// workers' KV event streams (router/event_feed.h) and an HTTP server (cpp-httplib) over it:
+// workers' KV event streams (router/event_feed.h) and an HTTP server (router/http_server.h) over
+// it:
 //
 //   POST /route    the worker for a request (router/route_api.h; cost: router/route_cost.h).
 //                  Without candidates, every worker that is up, at load 0.
@@ -7,10 +8,11 @@
 //   GET  /metrics  Prometheus text format: metrics() below
 //   GET  /healthz  {"status": "ok", "workers": [{"name", "state", "next_seq", "pages"}...]}
 //
-// One mutex serialises the index between the feed thread and the HTTP threads. A worker the feed
-// loses track of (a gap replay cannot fill, a batch that does not decode, silence past the
-// timeout) has its entries cleared. start() and stop() are called by one thread; stop() is
-// graceful (the HTTP server finishes the requests it is serving) and idempotent.
+// One mutex serialises the index between the feed thread and the HTTP thread. The feed applies an
+// event kPartBlocks blocks at a time, taking the mutex for each part, so that a route waits for at
+// most one part, never a whole batch. A worker the feed loses track of (a gap replay cannot fill,
+// a batch that does not decode, silence past the timeout) has its entries cleared. start() and
+// stop() are called by one thread; stop() is prompt (router/http_server.h) and idempotent.
 #pragma once
 
 #include <chrono>
@@ -19,7 +21,9 @@
 #include <vector>
 
 #include "router/event_feed.h"
+#include "router/http_server.h"
 #include "router/route_cost.h"
+#include "router/tier_weights.h"
 
 namespace radixkv::router {
 
@@ -28,10 +32,15 @@ struct RouterOptions {
   std::string topic;
   std::string http_host = "127.0.0.1";
   int http_port = 8000;  // 0: any free port (see port())
+  HttpLimits http;
   size_t max_index_pages = 1'000'000;
+  size_t max_batch_bytes = 64u << 20;
   std::chrono::milliseconds worker_timeout{10'000};
   CostWeights weights;
+  TierWeights tiers;
 };
+
+inline constexpr size_t kPartBlocks = 4096;
 
 class RouterService {
  public:
@@ -51,8 +60,10 @@ class RouterService {
   //   worker}, radixkv_router_decode_errors_total{worker}, radixkv_router_worker_down_total{
   //   worker}, radixkv_router_worker_up{worker}, radixkv_router_index_pages{worker},
   //   radixkv_router_index_pages_total, radixkv_router_index_max_pages,
-  //   radixkv_router_index_evicted_pages_total, radixkv_router_decisions_total{outcome},
-  //   radixkv_router_bad_requests_total.
+  //   radixkv_router_index_evicted_pages_total, radixkv_router_index_refused_blocks_total,
+  //   radixkv_router_batches_discarded_total{worker}, radixkv_router_decisions_total{outcome},
+  //   radixkv_router_bad_requests_total, radixkv_router_http_requests_total,
+  //   radixkv_router_http_rejected_total{reason}, radixkv_router_internal_errors_total.
   std::string metrics() const;
 
  private:

@@ -19,24 +19,48 @@ extern char** environ;
 
 namespace radixkv::testing {
 
-ChildProcess::ChildProcess(std::vector<std::string> argv) {
-  int fds[2];
+ChildProcess::ChildProcess(std::vector<std::string> argv, ChildStdin in) {
+  int fds[2], in_fds[2] = {-1, -1};
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  if (in == ChildStdin::kPipe && ::pipe2(in_fds, O_CLOEXEC) != 0) {
+    throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  if (in == ChildStdin::kPipe) posix_spawn_file_actions_adddup2(&actions, in_fds[0], STDIN_FILENO);
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
   const int error = ::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
+  if (in_fds[0] >= 0) ::close(in_fds[0]);
   if (error != 0) {
     ::close(fds[0]);
+    if (in_fds[1] >= 0) ::close(in_fds[1]);
     throw std::runtime_error("cannot start " + argv[0] + ": " + strerror(error));
   }
   stdout_fd_ = fds[0];
+  stdin_fd_ = in_fds[1];
+}
+
+bool ChildProcess::write_line(const std::string& line) {
+  if (stdin_fd_ < 0) return false;
+  // A child gone would make the write raise SIGPIPE: an error here instead.
+  static const bool sigpipe_ignored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
+  (void)sigpipe_ignored;
+  const std::string text = line + "\n";
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(stdin_fd_, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 ChildProcess::~ChildProcess() {
@@ -46,6 +70,7 @@ ChildProcess::~ChildProcess() {
     ::waitpid(pid_, &status, 0);
   }
   ::close(stdout_fd_);
+  if (stdin_fd_ >= 0) ::close(stdin_fd_);
 }
 
 std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds timeout) {

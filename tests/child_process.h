@@ -15,10 +15,13 @@
 
 namespace radixkv::testing {
 
+enum class ChildStdin { kInherited, kPipe };
+
 class ChildProcess {
  public:
-  // Throws std::runtime_error naming the program when it cannot be started.
-  explicit ChildProcess(std::vector<std::string> argv);
+  // Throws std::runtime_error naming the program when it cannot be started. With kPipe, the
+  // child's stdin is a pipe write_line() writes to (closed with the ChildProcess).
+  explicit ChildProcess(std::vector<std::string> argv, ChildStdin in = ChildStdin::kInherited);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -28,6 +31,8 @@ class ChildProcess {
   // The next line that starts with `prefix`, skipping others; nullopt as read_line().
   std::optional<std::string> read_line_starting(const std::string& prefix,
                                                 std::chrono::milliseconds timeout);
+  // Writes `line` and a newline to its stdin (kPipe); false when the child no longer reads it.
+  bool write_line(const std::string& line);
   void signal(int signal_number);
   // Its exit status (128 + signal when a signal ended it), or nullopt at the deadline.
   std::optional<int> wait(std::chrono::milliseconds timeout);
@@ -36,6 +41,7 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
+  int stdin_fd_ = -1;
   std::string buffered_;
   std::optional<int> status_;
 };

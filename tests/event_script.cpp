@@ -1,5 +1,7 @@
 #include "tests/event_script.h"
 
+#include <msgpack.hpp>
+
 #include <numeric>
 
 #include "events/block_hash.h"
@@ -175,6 +177,33 @@ void apply_events(std::set<MediumBlock>& held, const events::EventBatch& batch) 
   }
 }
 
+events::ExtraKeys random_extra_keys(std::mt19937_64& rng) {
+  // Tuples as vLLM builds them: the LoRA name, (multimodal identifier, offset) pairs, the cache
+  // salt, a prompt-embedding digest (bytes).
+  msgpack::sbuffer bytes;
+  msgpack::packer<msgpack::sbuffer> pk(&bytes);
+  const int parts = 1 + static_cast<int>(rng() % 3);
+  pk.pack_array(static_cast<uint32_t>(parts));
+  for (int p = 0; p < parts; ++p) {
+    switch (rng() % 3) {
+      case 0:
+        pk.pack("lora-" + std::to_string(rng() % 5));
+        break;
+      case 1:
+        pk.pack_array(2);
+        pk.pack("mm-" + std::to_string(rng() % 1000));
+        pk.pack(rng() % 64);
+        break;
+      default: {
+        const std::string digest(32, static_cast<char>(rng()));
+        pk.pack_bin(static_cast<uint32_t>(digest.size()));
+        pk.pack_bin_body(digest.data(), static_cast<uint32_t>(digest.size()));
+      }
+    }
+  }
+  return {bytes.data(), bytes.size()};
+}
+
 events::EventBatch random_event_batch(std::mt19937_64& rng) {
   using namespace events;
   EventBatch batch;
@@ -195,6 +224,20 @@ events::EventBatch random_event_batch(std::mt19937_64& rng) {
         if (rng() % 3 == 0) s.lora_id = static_cast<int64_t>(rng() % 100);
         if (rng() % 2) s.medium = rng() % 2 ? "GPU" : "CPU";
         if (rng() % 3 == 0) s.lora_name = "adapter-" + std::to_string(rng() % 10);
+        // vLLM's later fields, each left out unless set: every combination, so that an array's
+        // unset fields before a set one are written as nil.
+        if (rng() % 3 == 0) {
+          s.extra_keys.emplace();
+          for (int b = 0; b < blocks; ++b) {
+            if (rng() % 2)
+              s.extra_keys->push_back(random_extra_keys(rng));
+            else
+              s.extra_keys->push_back(std::nullopt);
+          }
+        }
+        if (rng() % 3 == 0) s.group_idx = static_cast<int64_t>(rng() % 3);
+        if (rng() % 4 == 0) s.kv_cache_spec_kind = rng() % 2 ? "full_attention" : "sliding_window";
+        if (rng() % 4 == 0) s.kv_cache_spec_sliding_window = static_cast<int64_t>(rng() % 4096);
         batch.events.emplace_back(std::move(s));
         break;
       }
@@ -203,6 +246,7 @@ events::EventBatch random_event_batch(std::mt19937_64& rng) {
         const int blocks = static_cast<int>(rng() % 5);
         for (int b = 0; b < blocks; ++b) r.block_hashes.push_back(rng());
         if (rng() % 2) r.medium = "CPU";
+        if (rng() % 3 == 0) r.group_idx = static_cast<int64_t>(rng() % 3);
         batch.events.emplace_back(std::move(r));
         break;
       }

@@ -45,6 +45,8 @@ using MediumBlock = std::pair<std::string, uint64_t>;
 // medium is "".
 void apply_events(std::set<MediumBlock>& held, const events::EventBatch& batch);
 
+// msgpack bytes of a random extra-key tuple of the kinds vLLM builds.
+events::ExtraKeys random_extra_keys(std::mt19937_64& rng);
 // A batch of up to 5 random events of every kind, every optional field sometimes set.
 events::EventBatch random_event_batch(std::mt19937_64& rng);
 

@@ -16,24 +16,54 @@ import sys
 
 import msgpack
 
-# vLLM's field order, after the tag.
+# vLLM's field order, after the tag: the fields without a default, then those defaulting to None.
 STORED = ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id", "medium",
           "lora_name"]
+STORED_DEFAULTED = ["extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window"]
 REMOVED = ["block_hashes", "medium"]
+REMOVED_DEFAULTED = ["group_idx"]
+FIELDS = {"BlockStored": (STORED, STORED_DEFAULTED), "BlockRemoved": (REMOVED, REMOVED_DEFAULTED),
+          "AllBlocksCleared": ([], [])}
+
+
+def field_value(name, value):
+    """extra_keys come as hex of each block's msgpack tuple: the tuple itself, as vLLM holds it."""
+    if name == "extra_keys" and value is not None:
+        return [None if k is None else tuple(msgpack.unpackb(bytes.fromhex(k), raw=False))
+                for k in value]
+    return value
 
 
 def vllm_value(batch, array_like):
     events = []
     for e in batch["events"]:
-        fields = {"BlockStored": STORED, "BlockRemoved": REMOVED, "AllBlocksCleared": []}[e["type"]]
+        required, defaulted = FIELDS[e["type"]]
+        values = [(f, field_value(f, e[f])) for f in required]
+        # omit_defaults: a map leaves out every None default; an array only its trailing ones.
+        tail = [(f, field_value(f, e[f])) for f in defaulted]
         if array_like:
-            events.append([e["type"]] + [e[f] for f in fields])
+            while tail and tail[-1][1] is None:
+                tail.pop()
         else:
-            events.append(dict([("type", e["type"])] + [(f, e[f]) for f in fields]))
+            tail = [(f, v) for f, v in tail if v is not None]
+        values += tail
+        if array_like:
+            events.append([e["type"]] + [v for _, v in values])
+        else:
+            events.append(dict([("type", e["type"])] + values))
     top = [("ts", float(batch["ts"])), ("events", events)]
     if batch["data_parallel_rank"] is not None:  # omit_defaults: None is left out
         top.append(("data_parallel_rank", batch["data_parallel_rank"]))
     return [v for _, v in top] if array_like else dict(top)
+
+
+def as_tuples(value):
+    """Lists as tuples, so that a value compares equal to what unpackb(use_list=False) reads."""
+    if isinstance(value, (list, tuple)):
+        return tuple(as_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: as_tuples(v) for k, v in value.items()}
+    return value
 
 
 def payloads(path):
@@ -57,7 +87,8 @@ def main():
             if payload != expected:
                 print(f"{path}: batch {i} differs\n radixkv {payload.hex()}\n msgpack {expected.hex()}")
                 return 1
-            if msgpack.unpackb(payload, raw=False) != vllm_value(batch, array_like):
+            if msgpack.unpackb(payload, raw=False, use_list=False) != as_tuples(
+                    vllm_value(batch, array_like)):
                 print(f"{path}: batch {i} decodes to another value")
                 return 1
     print(f"ok: {len(batches)} batches, both encodings")

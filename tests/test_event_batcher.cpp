@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include <msgpack.hpp>
+
 #include "events/block_hash.h"
 #include "events/event_batcher.h"
 #include "events/event_codec.h"
@@ -96,18 +98,62 @@ TEST_CASE("events: the batcher makes vLLM's events, one batch per flush") {
   batcher.flush();
 
   REQUIRE(out.batches.size() == 1);
+  // The first store is at the root of namespace 7: its first block says so in its extra keys.
+  BlockStored root{{1, 2}, std::nullopt, {10, 11, 12, 13}, 2, std::nullopt, "GPU", std::nullopt};
+  root.extra_keys = {{namespace_extra_keys(7), std::nullopt}};
+  CHECK(namespace_from_extra_keys(*root.extra_keys->front()) == 7);
   const EventBatch expected{
       42.5,
-      {BlockStored{{1, 2}, std::nullopt, {10, 11, 12, 13}, 2, std::nullopt, "GPU", std::nullopt},
-       BlockStored{{2}, 1, {12, 13}, 2, std::nullopt, "CPU", std::nullopt},
-       BlockRemoved{{2, 1}, "GPU"}, BlockRemoved{{2}, "CPU"}, AllBlocksCleared{},
-       BlockRemoved{{3}, "CPU"}},
+      {root, BlockStored{{2}, 1, {12, 13}, 2, std::nullopt, "CPU", std::nullopt},
+       BlockRemoved{.block_hashes = {2, 1}, .medium = "GPU"},
+       BlockRemoved{.block_hashes = {2}, .medium = "CPU"}, AllBlocksCleared{},
+       BlockRemoved{.block_hashes = {3}, .medium = "CPU"}},
       3};
   CHECK(out.batches[0] == expected);
   CHECK(batcher.pending_events() == 0);
   CHECK(batcher.batches_flushed() == 1);
   batcher.flush();
   CHECK(out.batches.size() == 1);
+  // Namespace 0 publishes no extra keys: its chain starts at the default seed.
+  batcher.stored(Tier::kDevice, 0, std::nullopt, ab, tokens);
+  batcher.flush();
+  CHECK_FALSE(std::get<BlockStored>(out.batches.at(1).events.at(0)).extra_keys.has_value());
+  out.batches.pop_back();
+}
+
+TEST_CASE("events: only msgpack [unsigned integer] is read as a namespace's extra keys") {
+  for (Namespace ns : {Namespace{1}, Namespace{127}, Namespace{128}, ~Namespace{0}}) {
+    CHECK(namespace_from_extra_keys(namespace_extra_keys(ns)) == ns);
+  }
+  const auto pack = [](auto write) {
+    msgpack::sbuffer bytes;
+    msgpack::packer<msgpack::sbuffer> pk(&bytes);
+    write(pk);
+    return std::string(bytes.data(), bytes.size());
+  };
+  using Packer = msgpack::packer<msgpack::sbuffer>;
+  // vLLM's tuples and near misses: a str, two integers, a negative one, a nested pair, truncated.
+  CHECK_FALSE(namespace_from_extra_keys(pack([](Packer& p) {
+    p.pack_array(1);
+    p.pack("lora");
+  })));
+  CHECK_FALSE(namespace_from_extra_keys(pack([](Packer& p) {
+    p.pack_array(2);
+    p.pack(1);
+    p.pack(2);
+  })));
+  CHECK_FALSE(namespace_from_extra_keys(pack([](Packer& p) {
+    p.pack_array(1);
+    p.pack(-3);
+  })));
+  CHECK_FALSE(namespace_from_extra_keys(pack([](Packer& p) {
+    p.pack_array(1);
+    p.pack_array(2);
+    p.pack("m");
+    p.pack(0);
+  })));
+  CHECK_FALSE(namespace_from_extra_keys(namespace_extra_keys(1u << 20).substr(0, 3)));
+  CHECK_FALSE(namespace_from_extra_keys(""));
 }
 
 TEST_CASE("events: the batcher refuses what it cannot describe, changing nothing") {

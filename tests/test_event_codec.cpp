@@ -4,6 +4,7 @@
 // test_events_integration.cpp.)
 #include <doctest/doctest.h>
 
+#include <xxhash.h>
 #include <msgpack.hpp>
 #include <random>
 #include <string>
@@ -37,7 +38,8 @@ EventBatch small_batch() {
   stored.token_ids = {7, -1};
   stored.block_size = 1;
   stored.medium = "GPU";
-  return {1.5, {stored, BlockRemoved{{300}, "CPU"}, AllBlocksCleared{}}, 0};
+  return {
+      1.5, {stored, BlockRemoved{.block_hashes = {300}, .medium = "CPU"}, AllBlocksCleared{}}, 0};
 }
 
 const std::string kTs = hex("cb 3ff8000000000000");            // float64 1.5
@@ -129,12 +131,41 @@ TEST_CASE("events: the decoder reads what other publishers write") {
         fixstr("BlockRemoved") + fixstr("block_hashes") + hex("91 02") + fixstr("medium") + kNil +
         fixstr("group_idx") + hex("03") + fixstr("extra") + hex("c3");
     const EventBatch batch = decode_batch(map_payload);
-    CHECK(std::get<BlockRemoved>(batch.events.at(0)).block_hashes == std::vector<BlockHash>{2});
+    CHECK(std::get<BlockRemoved>(batch.events.at(0)) ==
+          BlockRemoved{.block_hashes = {2}, .medium = std::nullopt, .group_idx = 3});
     const std::string array_payload = hex("93") + kTs + hex("91") + hex("94") +
                                       fixstr("BlockRemoved") + hex("91 02") + kNil + hex("03") +
                                       hex("00");
-    CHECK(std::get<BlockRemoved>(decode_batch(array_payload).events.at(0)).block_hashes ==
-          std::vector<BlockHash>{2});
+    CHECK(std::get<BlockRemoved>(decode_batch(array_payload).events.at(0)) ==
+          BlockRemoved{.block_hashes = {2}, .medium = std::nullopt, .group_idx = 3});
+  }
+  SUBCASE("vLLM's earlier shape: an array batch of map events") {
+    const std::string payload = hex("93") + kTs + hex("91") + hex("83") + fixstr("type") +
+                                fixstr("BlockRemoved") + fixstr("block_hashes") + hex("91 02") +
+                                fixstr("medium") + fixstr("GPU") + hex("01");
+    const EventBatch batch = decode_batch(payload);
+    CHECK(batch.data_parallel_rank == 1);
+    CHECK(std::get<BlockRemoved>(batch.events.at(0)).medium == "GPU");
+  }
+  SUBCASE("SGLang's shape: [ts, events], [tag, block_hashes] removals, signed hashes, no medium") {
+    const std::string payload = hex("92") + kTs + hex("92") + hex("96") + fixstr("BlockStored") +
+                                hex("91 d3 8000000000000001") + kNil + hex("92 05 06") + hex("02") +
+                                kNil + hex("92") + fixstr("BlockRemoved") +
+                                hex("91 d3 8000000000000001");
+    const EventBatch batch = decode_batch(payload);
+    const auto& stored = std::get<BlockStored>(batch.events.at(0));
+    CHECK(stored.block_hashes == std::vector<BlockHash>{0x8000000000000001ULL});
+    CHECK(stored.token_ids == std::vector<int64_t>{5, 6});
+    CHECK(std::get<BlockRemoved>(batch.events.at(1)).block_hashes == stored.block_hashes);
+  }
+  SUBCASE("token ids that are not integers (SGLang's bigram keys) decode as none") {
+    const std::string payload = hex("92") + kTs + hex("91") + hex("96") + fixstr("BlockStored") +
+                                hex("91 01") + kNil + hex("92 92 01 02 92 03 04") + hex("02") +
+                                kNil;
+    const EventBatch batch = decode_batch(payload);
+    const auto& stored = std::get<BlockStored>(batch.events.at(0));
+    CHECK(stored.block_hashes == std::vector<BlockHash>{1});
+    CHECK(stored.token_ids.empty());
   }
   SUBCASE("a signed 64-bit block hash names the same block as its unsigned form") {
     const std::string payload = hex("92") + kTs + hex("91") + hex("93") + fixstr("BlockRemoved") +
@@ -143,6 +174,63 @@ TEST_CASE("events: the decoder reads what other publishers write") {
           std::vector<BlockHash>{0x8000000000000000ULL});
   }
   SUBCASE("an integer timestamp") { CHECK(decode_batch(hex("92 05 90")).ts == 5.0); }
+}
+
+TEST_CASE("events: every form of vLLM's ExternalBlockHash becomes the 64-bit integer vLLM uses") {
+  // One BlockRemoved whose block_hashes hold `hash`: the decoded 64-bit value.
+  const auto decoded = [](const std::string& hash) {
+    const std::string payload =
+        hex("92") + kTs + hex("91 93") + fixstr("BlockRemoved") + hex("91") + hash + kNil;
+    return std::get<BlockRemoved>(decode_batch(payload).events.at(0)).block_hashes.at(0);
+  };
+  // SHA-256 bytes (32): the last 8 bytes big-endian, as vLLM's maybe_convert_block_hash does
+  // with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES.
+  std::string digest;
+  for (int i = 0; i < 32; ++i) digest += static_cast<char>(i + 1);
+  CHECK(decoded(hex("c4 20") + digest) == 0x191a1b1c1d1e1f20ULL);
+  CHECK(decoded(hex("c4 03 0a0b0c")) == 0x0a0b0cULL);  // fewer than 8: padded on the left
+  CHECK(decoded(hex("c4 08 ffffffffffffffff")) == ~0ULL);
+  CHECK(decoded(hex("cf 191a1b1c1d1e1f20")) == 0x191a1b1c1d1e1f20ULL);  // the same block as int
+  CHECK(decoded(hex("ff")) == ~0ULL);                                   // -1
+  CHECK(decoded(hex("d3 8000000000000000")) == 0x8000000000000000ULL);
+  // A str: XXH3-64 of its bytes.
+  CHECK(decoded(fixstr("a1b2")) == XXH3_64bits("a1b2", 4));
+  CHECK(decoded(fixstr("a1b2")) != decoded(fixstr("a1b3")));
+}
+
+TEST_CASE("events: vLLM's later BlockStored fields, byte for byte, left out when unset") {
+  BlockStored stored;
+  stored.block_hashes = {1, 2};
+  stored.token_ids = {7, 8};
+  stored.block_size = 1;
+  stored.medium = "GPU";
+  stored.group_idx = 1;
+  const std::string head = fixstr("BlockStored") + hex("92 01 02") + kNil + hex("92 07 08") +
+                           hex("01") + kNil + fixstr("GPU") + kNil;
+  // Array: the unset extra_keys before group_idx is written as nil; nothing after group_idx.
+  CHECK(encode_batch({1.5, {stored}, std::nullopt}, EventEncoding::kArray) ==
+        hex("92") + kTs + hex("91 9a") + head + kNil + hex("01"));
+  // Map: only the set one.
+  const std::string map = encode_batch({1.5, {stored}, std::nullopt}, EventEncoding::kMap);
+  CHECK(map.find(fixstr("group_idx") + hex("01")) != std::string::npos);
+  CHECK(map.find(fixstr("extra_keys")) == std::string::npos);
+  CHECK(decode_batch(map) == EventBatch{1.5, {stored}, std::nullopt});
+
+  // extra_keys: each entry the msgpack tuple as msgpack-cxx packs it, whatever the width used.
+  stored.group_idx.reset();
+  stored.kv_cache_spec_sliding_window = 128;
+  stored.extra_keys = {
+      {std::nullopt, hex("92") + fixstr("lora") + hex("92") + fixstr("m") + hex("05")}};
+  const std::string array = encode_batch({1.5, {stored}, std::nullopt}, EventEncoding::kArray);
+  CHECK(array == hex("92") + kTs + hex("91 9c") + head + hex("92 c0 92") + fixstr("lora") +
+                     hex("92") + fixstr("m") + hex("05") + kNil + kNil + hex("cc 80"));
+  CHECK(decode_batch(array) == EventBatch{1.5, {stored}, std::nullopt});
+  // A wider encoding of the same tuple (str8 for "lora", uint8 for 5) decodes to the same bytes.
+  const std::string wide = hex("92") + kTs + hex("91 99") + fixstr("BlockStored") +
+                           hex("92 01 02") + kNil + hex("92 07 08") + hex("01") + kNil +
+                           fixstr("GPU") + kNil + hex("92 c0 92 d9 04") + "lora" + hex("92") +
+                           fixstr("m") + hex("cc 05");
+  CHECK(std::get<BlockStored>(decode_batch(wide).events.at(0)).extra_keys == stored.extra_keys);
 }
 
 TEST_CASE("events: a bad payload is an error that says what is wrong") {
@@ -162,8 +250,17 @@ TEST_CASE("events: a bad payload is an error that says what is wrong") {
   check_decode_error(hex("92") + kTs + hex("91 81") + fixstr("medium") + kNil,
                      "events[0]: missing field \"type\"");
   check_decode_error(
-      hex("92") + kTs + hex("91 93") + fixstr("BlockRemoved") + hex("91") + fixstr("x") + kNil,
-      "events[0].block_hashes[0]: expected an integer block hash, got str");
+      hex("92") + kTs + hex("91 93") + fixstr("BlockRemoved") + hex("91 80") + kNil,
+      "events[0].block_hashes[0]: expected a block hash (an integer, bytes or str), got a map");
+  check_decode_error(
+      hex("92") + kTs + hex("91 93") + fixstr("BlockRemoved") + hex("91 c4 00") + kNil,
+      "events[0].block_hashes[0]: an empty bytes block hash");
+  check_decode_error(hex("92") + kTs + hex("91 93") + fixstr("BlockRemoved") + hex("91 a0") + kNil,
+                     "events[0].block_hashes[0]: an empty str block hash");
+  // extra_keys must have one entry per block.
+  check_decode_error(hex("92") + kTs + hex("91 99") + fixstr("BlockStored") + hex("92 01 02") +
+                         kNil + hex("90 01") + kNil + kNil + kNil + hex("91 c0"),
+                     "events[0].extra_keys: 1 entries for 2 blocks");
   check_decode_error(hex("92") + kTs + hex("91 93") + fixstr("BlockRemoved") + hex("91 01 90"),
                      "events[0].medium: expected str, got an array");
   check_decode_error(hex("92") + kTs + hex("91 96") + fixstr("BlockStored") + hex("91 01") + kNil +

@@ -17,7 +17,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-EventBatch numbered(uint64_t n) { return {static_cast<double>(n), {BlockRemoved{{n}, "GPU"}}, 0}; }
+EventBatch numbered(uint64_t n) {
+  return {static_cast<double>(n), {BlockRemoved{.block_hashes = {n}, .medium = "GPU"}}, 0};
+}
 
 PublisherOptions loopback(size_t replay_batches = 10'000) {
   PublisherOptions o;

@@ -31,22 +31,47 @@ nlohmann::json optional_json(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+std::string to_hex(const std::string& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+// Each block's extra keys as the hex of their msgpack bytes (the oracle unpacks them).
+nlohmann::json extra_keys_json(const events::BlockStored& s) {
+  if (!s.extra_keys) return nullptr;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& keys : *s.extra_keys)
+    list.push_back(keys ? nlohmann::json(to_hex(*keys)) : nullptr);
+  return list;
+}
+
 nlohmann::json to_json(const events::EventBatch& batch) {
   nlohmann::json list = nlohmann::json::array();
   for (const events::KvEvent& event : batch.events) {
     if (const auto* s = std::get_if<events::BlockStored>(&event)) {
-      list.push_back({{"type", "BlockStored"},
-                      {"block_hashes", s->block_hashes},
-                      {"parent_block_hash", optional_json(s->parent_block_hash)},
-                      {"token_ids", s->token_ids},
-                      {"block_size", s->block_size},
-                      {"lora_id", optional_json(s->lora_id)},
-                      {"medium", optional_json(s->medium)},
-                      {"lora_name", optional_json(s->lora_name)}});
+      list.push_back(
+          {{"type", "BlockStored"},
+           {"block_hashes", s->block_hashes},
+           {"parent_block_hash", optional_json(s->parent_block_hash)},
+           {"token_ids", s->token_ids},
+           {"block_size", s->block_size},
+           {"lora_id", optional_json(s->lora_id)},
+           {"medium", optional_json(s->medium)},
+           {"lora_name", optional_json(s->lora_name)},
+           {"extra_keys", extra_keys_json(*s)},
+           {"group_idx", optional_json(s->group_idx)},
+           {"kv_cache_spec_kind", optional_json(s->kv_cache_spec_kind)},
+           {"kv_cache_spec_sliding_window", optional_json(s->kv_cache_spec_sliding_window)}});
     } else if (const auto* r = std::get_if<events::BlockRemoved>(&event)) {
       list.push_back({{"type", "BlockRemoved"},
                       {"block_hashes", r->block_hashes},
-                      {"medium", optional_json(r->medium)}});
+                      {"medium", optional_json(r->medium)},
+                      {"group_idx", optional_json(r->group_idx)}});
     } else {
       list.push_back({{"type", "AllBlocksCleared"}});
     }

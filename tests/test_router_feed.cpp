@@ -385,8 +385,8 @@ TEST_CASE("router: the service in-process: the union of two workers' pages, and 
              {"candidates", {{{"worker", "w0"}, {"load", 0}}, {{"worker", "w1"}, {"load", 1}}}}});
   CHECK(answer["worker"] == "w0");
 
-  const nlohmann::json refused = route(http, {{"tokens", {1}}}, 400);
-  CHECK(refused["error"] == "page_size: required with \"tokens\"");
+  const nlohmann::json refused = route(http, {{"tokens", {1}}, {"page_size", 0}}, 400);
+  CHECK(refused["error"] == "page_size: must be at least 1");
   CHECK(http.Get("/index?worker=w7")->status == 404);
 
   CHECK(router_metric(http, "radixkv_router_decisions_total{outcome=\"prefix_hit\"}") == 4);

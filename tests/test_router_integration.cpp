@@ -57,47 +57,10 @@ struct WorkerProcess {
   ChildProcess process;
 };
 
-struct RouterProcess {
+// `radixkv router` on a free loopback port.
+struct RouterProcess : testing::RouterProcess {
   explicit RouterProcess(std::vector<std::string> args)
-      : process([&] {
-          std::vector<std::string> argv = {kRadixkv, "router", "--listen", "127.0.0.1:0"};
-          argv.insert(argv.end(), args.begin(), args.end());
-          return argv;
-        }()) {
-    const std::optional<std::string> line = process.read_line(30s);
-    REQUIRE(line);
-    const size_t colon = line->rfind(':', line->find(" for "));
-    REQUIRE(colon != std::string::npos);
-    port = std::stoi(line->substr(colon + 1));
-    http = std::make_unique<httplib::Client>("127.0.0.1", port);
-    http->set_read_timeout(10, 0);
-  }
-  // Stops it with SIGTERM; it must say so and exit 0.
-  void terminate() {
-    process.signal(SIGTERM);
-    CHECK(process.read_line_starting("radixkv router: stopped", 20s));
-    CHECK(process.wait(20s) == 0);
-  }
-  std::set<MediumBlock> index_of(const std::string& worker) {
-    return testing::router_index(*http, worker);
-  }
-  std::string get_text(const std::string& path) {
-    const auto res = http->Get(path.c_str());
-    REQUIRE(res);
-    return res->body;
-  }
-  nlohmann::json get_json(const std::string& path) { return nlohmann::json::parse(get_text(path)); }
-  nlohmann::json route(const nlohmann::json& body) {
-    const auto res = http->Post("/route", body.dump(), "application/json");
-    REQUIRE(res);
-    CHECK(res->status == 200);
-    return nlohmann::json::parse(res->body);
-  }
-  double metric(const std::string& series) { return testing::router_metric(*http, series); }
-
-  ChildProcess process;
-  int port = 0;
-  std::unique_ptr<httplib::Client> http;
+      : testing::RouterProcess(kRadixkv, std::move(args)) {}
 };
 
 std::vector<TokenId> iota_tokens(TokenId base, size_t n) {

@@ -312,6 +312,25 @@ mutant router-feed-stale-stamp router/event_feed.cpp \
 mutant router-feed-duplicate-applied router/event_feed.cpp \
   "a PUB batch already applied through replay is applied again" \
   'if (s < w.next_seq) return;  // already applied (through replay)' ''
+mutant router-feed-forged-kept router/event_feed.cpp \
+  "a held batch the replay proved the worker never had is asked for again (a replay storm)" \
+  'if (first->second.requests_before < w.requests_sent) {' 'if (false) {'
+# ---- router/: the index by content, the cost, the codec's hashes
+mutant router-index-namespace-mixed router/block_index.cpp \
+  "radixkv's namespace marker is also mixed in as extra keys (its keys are not its hashes)" \
+  'if (ns) extra = nullptr;' ''
+mutant router-index-remap-keeps-old router/block_index.cpp \
+  "an engine hash re-stored with other content leaves the worker holding the old content" \
+  'drop_holder(old, e->second, h);' ''
+mutant router-index-last-tier router/block_index.cpp \
+  "a block on several mediums counts its last medium's weight, not its best" \
+  'if (locations & (1u << i)) best = std::max(best, w.locations[i].weight);' 'if (locations & (1u << i)) best = w.locations[i].weight;'
+mutant router-cost-unweighted router/route_cost.cpp \
+  "the cost ignores the tiers: prefill from the overlap, not the weighted overlap" \
+  'c.prefill_blocks = std::max(request_blocks - c.weighted_overlap_blocks, 0.0);' 'c.prefill_blocks = std::max(request_blocks - c.overlap_blocks, 0.0);'
+mutant events-bytes-hash-little-endian events/event_codec.cpp \
+  "a bytes block hash is read little-endian (not vLLM's int conversion)" \
+  'value = (value << 8) | static_cast<unsigned char>(o.via.bin.ptr[i]);' 'value |= uint64_t{static_cast<unsigned char>(o.via.bin.ptr[i])} << (8 * (i - from));'
 # ---- events/: endpoints
 mutant endpoint-ipv4-as-host-name events/endpoint.cpp \
   "a dotted quad is checked as a host name (digits are letters of one), so 256.1.1.1 passes" \

@@ -1,8 +1,12 @@
 # KV events and the router (issue 17). Tests that start processes are labelled `integration`;
 # they fail, not skip, when CI=true and they cannot start. The threaded ones are labelled
 # `threads` (scripts/sanitize.sh thread).
+# The tests' HTTP client (the router's server is Boost.Beast: tests talk to it with another library).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET GLOBAL cpp-httplib)
+
 add_library(radixkv_test_events STATIC event_script.cpp)
-target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
+target_link_libraries(radixkv_test_events PUBLIC radixkv_events PRIVATE msgpackc-cxx)
 
 radixkv_add_test(test_events
   SOURCES test_event_codec.cpp test_event_batcher.cpp test_endpoint.cpp
@@ -12,7 +16,8 @@ radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp
   LIBS radixkv_events cppzmq Threads::Threads LABELS threads)
 
 radixkv_add_test(test_router SOURCES test_router_index.cpp test_router_route.cpp
-  LIBS radixkv_router radixkv_test_events nlohmann_json::nlohmann_json)
+  LIBS radixkv_router radixkv_test_events nlohmann_json::nlohmann_json radixkv::xxhash
+       msgpackc-cxx)
 
 radixkv_add_test(test_router_feed SOURCES test_router_feed.cpp
   LIBS radixkv_router_service radixkv_test_events cppzmq PkgConfig::HTTPLIB
@@ -50,6 +55,31 @@ add_dependencies(test_router_integration radixkv radixkv_event_script)
 radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp
   LIBS radixkv_test_events radixkv_runtime Threads::Threads LABELS threads)
 
+# The router in front of publishers shaped like vLLM, SGLang and LMCache (tests/engine_publisher.py),
+# and against hostile clients and publishers (issue 29).
+foreach(test test_router_engines test_router_hostile)
+  radixkv_add_test(${test} SOURCES ${test}.cpp
+    LIBS radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json fmt::fmt
+         Threads::Threads
+    LABELS integration)
+  target_compile_definitions(${test} PRIVATE
+    RADIXKV_BINARY="$<TARGET_FILE:radixkv>"
+    RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}"
+    RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
+  add_dependencies(${test} radixkv radixkv_event_script)
+endforeach()
+
+# The soak (label slow, which the sanitizer runs leave out): 8 engines of every shape for
+# RADIXKV_SOAK_SECONDS (default 10; CI runs the default), clients routing, a restart, the router's
+# RSS under its bound.
+radixkv_add_test(test_router_soak SOURCES test_router_soak.cpp
+  LIBS radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json fmt::fmt
+       Threads::Threads
+  LABELS slow)
+target_compile_definitions(test_router_soak PRIVATE
+  RADIXKV_BINARY="$<TARGET_FILE:radixkv>"
+  RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+add_dependencies(test_router_soak radixkv)
 # Issue 28: the runtime as the one front door: observers that compose (a remote tier beside a KV
 # event publisher), cache-only admits, the calls without sequences.
 radixkv_add_test(test_runtime_front_door SOURCES test_runtime_front_door.cpp

@@ -26,9 +26,9 @@ struct CliEnvironment {
   bool interactive = false;  // stdout and stderr are terminals: draw a progress bar on stderr
   // What `radixkv router` runs; null: refused (a UsageError). The router is a program of its own,
   // radixkv-router (tools/cli/main.cpp), with run_router_command here; `radixkv` replaces itself
-  // with it. So the other commands never load the HTTP server's libraries (cpp-httplib brings
-  // OpenSSL, Kerberos and brotli: ~1.5 ms of every start), and a process that runs the command
-  // line as a library (the Python module, tests) is never replaced by a router.
+  // with it. So the other commands never load the router's libraries (its HTTP server once
+  // brought OpenSSL, Kerberos and brotli: ~1.5 ms of every start), and a process that runs the
+  // command line as a library (the Python module, tests) is never replaced by a router.
   Subcommand router = nullptr;
 };
 

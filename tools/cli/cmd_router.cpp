@@ -15,10 +15,12 @@ namespace {
 
 constexpr const char* kDescription =
     "Routes requests to the worker whose KV cache holds the longest prefix, balanced against "
-    "load,\nfrom the workers' KV events in vLLM's wire format (radixkv replay --kv-events, or vLLM "
-    "with\n--kv-events-config). Answers POST /route, GET /metrics (Prometheus), GET /healthz and "
-    "GET\n/index over HTTP; stops gracefully on SIGTERM. docs/cluster.md says how to run it in "
-    "front\nof engines.";
+    "load,\nfrom the workers' KV events in vLLM's wire format (vLLM with --kv-events-config, "
+    "SGLang, "
+    "LMCache,\nradixkv replay --kv-events), keying blocks by their tokens so that any engine's "
+    "blocks are\nfound by a request's tokens. Answers POST /route, GET /metrics (Prometheus), GET "
+    "/healthz and\nGET /index over HTTP; stops on SIGTERM. docs/cluster.md says how to run it in "
+    "front of engines.";
 
 }  // namespace
 
@@ -26,9 +28,10 @@ int run_router_command(std::span<const std::string> args, std::ostream& out, std
   router::RouterFlags f;
   uint64_t max_index_pages = f.max_index_pages;
   CommandLine cli("router", kDescription);
-  cli.texts("--worker", f.workers, "NAME=PUB,REPLAY",
+  cli.texts("--worker", f.workers, "NAME=PUB,REPLAY[,dp=N]",
             "a worker's KV event endpoints, e.g. gpu0=tcp://10.0.0.5:5557,tcp://10.0.0.5:5558 "
-            "(repeat per worker)")
+            "(repeat per worker); dp=N: N data parallel ranks, workers NAME/dp0.., on ports "
+            "offset by rank as vLLM offsets them")
       ->required();
   cli.text(
       "--listen", f.listen, "HOST:PORT",
@@ -47,8 +50,28 @@ int run_router_command(std::span<const std::string> args, std::ostream& out, std
            "weight of the blocks to prefill against the load (Dynamo's overlap_score_weight, "
            "default 1)",
            0, 1e9);
+  cli.texts("--tier-weight", f.tier_weights, "MEDIUM=W",
+            "weight in [0, 1] of a block on MEDIUM (repeat; defaults GPU=1, CPU=0.8, DISK=0.3, "
+            "*=0.3 for any other: llm-d's tiered scorer)");
+  uint64_t max_batch_bytes = f.max_batch_bytes, max_body_bytes = f.max_body_bytes,
+           max_connections = f.max_connections;
+  cli.size("--max-batch-bytes", max_batch_bytes,
+           "a larger KV event message drops its connection (default 64MiB)");
+  cli.size("--max-body-bytes", max_body_bytes,
+           "a larger HTTP body is refused with 413 (default 16MiB)");
+  cli.real("--http-timeout", f.http_timeout_seconds, "SECONDS",
+           fmt::format("a connection's time to send a whole request (default {})",
+                       f.http_timeout_seconds),
+           0.01, 3600);
+  cli.count("--max-connections", max_connections, "N",
+            fmt::format("open HTTP connections; past it new ones are closed (default {})",
+                        f.max_connections),
+            1);
   if (!cli.parse(args, out)) return kExitOk;  // --help
   f.max_index_pages = max_index_pages;
+  f.max_batch_bytes = max_batch_bytes;
+  f.max_body_bytes = max_body_bytes;
+  f.max_connections = max_connections;
   return router::run_router(f, out, err);
 }
 

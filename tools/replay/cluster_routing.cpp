@@ -89,7 +89,8 @@ uint32_t ClusterRouter::choose(std::span<const uint32_t> overlaps, std::span<con
   for (uint32_t w = 0; w < workers_; ++w) {
     candidates[w].worker = std::to_string(w);
     candidates[w].known = true;
-    candidates[w].overlap_blocks = overlaps[w];
+    candidates[w].overlap_blocks = overlaps[w];  // the replay's blocks all count in full
+    candidates[w].weighted_overlap_blocks = overlaps[w];
     candidates[w].load = loads[w];
   }
   return static_cast<uint32_t>(
