@@ -353,3 +353,9 @@ mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
 mutant heap-huge-pages-ignored kv_store/heap.cpp \
   "use_huge_pages says yes but mimalloc keeps mapping 4 KiB pages" \
   'mi_option_set_enabled(mi_option_large_os_pages, on);' '(void)on;'
+mutant runtime-partial-no-copy runtime/prefix_cache_runtime.cpp \
+  "partial-page reuse counts the copied tokens but never copies the page" \
+  'partial_copier_->wait(partial_copier_->copy(pool_, pool_, {&copy, 1}));' '(void)copy;'
+mutant runtime-partial-last-token runtime/prefix_cache_runtime.cpp \
+  "partial-page reuse may take the last prompt token, whose logits must be computed" \
+  ': s.prompt_tokens - 1;' ': s.prompt_tokens;'
