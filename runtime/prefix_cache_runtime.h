@@ -229,22 +229,23 @@ struct RuntimeStats {
   uint64_t extend_no_space = 0;
   uint64_t finishes = 0;
   uint64_t aborts = 0;
-  uint64_t prompt_tokens = 0;       // over admitted requests
-  uint64_t reused_tokens = 0;       // prompt tokens served from the cache
-  uint64_t device_hit_tokens = 0;   // of which on the device at admit
-  uint64_t host_hit_tokens = 0;     // of which loaded from the host tier
-  uint64_t remote_hit_tokens = 0;   // of which loaded from the remote tier
-  uint64_t partial_hit_tokens = 0;  // of which copied from part of a cached page
-  uint64_t prefill_tokens = 0;      // prompt tokens to compute: prompt - reused
-  uint64_t decode_tokens = 0;       // tokens appended by append_token
-  uint64_t committed_pages = 0;     // pages handed to the tree
-  uint64_t duplicate_pages = 0;     // computed pages the tree already had
-  uint64_t evicted_pages = 0;       // by allocation, watermarks and evict()
-  uint64_t uncached_pages = 0;      // kCacheOnly admits: whole prompt pages that got no page
-  uint64_t peak_cached_pages = 0;   // the most device pages cached at once (after an insert)
+  uint64_t prompt_tokens = 0;      // over admitted requests
+  uint64_t reused_tokens = 0;      // prompt tokens served from the cache
+  uint64_t device_hit_tokens = 0;  // of which on the device at admit
+  uint64_t host_hit_tokens = 0;    // of which loaded from the host tier
+  uint64_t remote_hit_tokens = 0;  // of which loaded from the remote tier
+  uint64_t prefill_tokens = 0;     // prompt tokens to compute: prompt - reused
+  uint64_t decode_tokens = 0;      // tokens appended by append_token
+  uint64_t committed_pages = 0;    // pages handed to the tree
+  uint64_t duplicate_pages = 0;    // computed pages the tree already had
+  uint64_t evicted_pages = 0;      // by allocation, watermarks and evict()
+  uint64_t uncached_pages = 0;     // kCacheOnly admits: whole prompt pages that got no page
+  uint64_t peak_cached_pages = 0;  // the most device pages cached at once (after an insert)
   // Admits whose remote lookup was cut short (or skipped) because the host pool had too few
   // pages to stage the run in, even after host eviction: the pages past them were misses.
   uint64_t remote_no_staging = 0;
+  // Of reused_tokens: copied from part of a cached page (partial-page reuse).
+  uint64_t partial_hit_tokens = 0;
 };
 
 class PrefixCacheRuntime {
