@@ -36,6 +36,12 @@ CudaPageCopier::CudaPageCopier(const PagePool& device, const PagePool& host)
   RADIXKV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
 
+CudaPageCopier::CudaPageCopier(const PagePool& pool)
+    : PageCopierBase(pool), device_(device_backend_of(pool).device()) {
+  CudaDeviceGuard guard(device_);
+  RADIXKV_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+}
+
 CudaPageCopier::~CudaPageCopier() {
   int previous = device_;
   static_cast<void>(cudaGetDevice(&previous));

@@ -32,6 +32,8 @@ class CudaPageCopier final : public PageCopierBase {
   // Throws std::invalid_argument unless the device pool's backend is a CudaBackend and the host
   // pool's a PinnedHostBackend (and as PageCopierBase does).
   CudaPageCopier(const PagePool& device, const PagePool& host);
+  // Within one CUDA pool (make_page_copier(pool)): device-to-device copies.
+  explicit CudaPageCopier(const PagePool& pool);
   ~CudaPageCopier() override;
   CudaPageCopier(const CudaPageCopier&) = delete;
   CudaPageCopier& operator=(const CudaPageCopier&) = delete;

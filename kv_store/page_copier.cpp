@@ -144,6 +144,8 @@ PageCopierBase::PageCopierBase(const PagePool& device, const PagePool& host)
   check_same_page_size(device, "device", host, "host", "PageCopier");
 }
 
+PageCopierBase::PageCopierBase(const PagePool& pool) : device_(&pool), host_(&pool) {}
+
 CopyTicket PageCopierBase::copy(PagePool& from, PagePool& to, std::span<const PageTransfer> pages) {
   for (const auto& [pool, role] : {std::pair{&from, "source"}, std::pair{&to, "destination"}}) {
     if (pool != device_ && pool != host_) {
@@ -202,6 +204,25 @@ std::unique_ptr<PageCopier> make_page_copier(const PagePool& device, const PageP
       fmt::format("make_page_copier: no copier moves pages of the device pool's backend '{}' "
                   "(radixkv was built without CUDA)",
                   device.backend().name()));
+#endif
+}
+
+std::unique_ptr<PageCopier> make_page_copier(const PagePool& pool) {
+  switch (pool.backend().storage()) {
+    case StorageKind::kNone:
+      return std::make_unique<InstantCopier>(pool);
+    case StorageKind::kHost:
+      return std::make_unique<HostCopier>(pool);
+    case StorageKind::kDevice:
+      break;
+  }
+#if defined(RADIXKV_HAVE_CUDA)
+  return std::make_unique<CudaPageCopier>(pool);
+#else
+  throw std::invalid_argument(
+      fmt::format("make_page_copier: no copier moves pages within a pool of backend '{}' "
+                  "(radixkv was built without CUDA)",
+                  pool.backend().name()));
 #endif
 }
 

@@ -59,6 +59,11 @@ class PageCopier {
 // tier of a GPU must use make_pinned_host_backend(), since copies from pageable memory are not
 // asynchronous). The pools must outlive the copier.
 std::unique_ptr<PageCopier> make_page_copier(const PagePool& device, const PagePool& host);
+// The copier for pages within one pool: partial-page reuse copies a cached page into a page of the
+// sequence that reuses part of it (runtime/prefix_cache_runtime.h). instant for a pool without
+// bytes, host for host memory, cuda for a CUDA pool (a device-to-device copy on its own stream).
+// Throws std::invalid_argument for a device pool of a build without CUDA. `pool` must outlive it.
+std::unique_ptr<PageCopier> make_page_copier(const PagePool& pool);
 
 // The work of one batch, after the checks every copier makes. Refused, naming the transfer:
 // pools whose pages differ in size, a page outside its pool, a page nobody holds (refcount 0),
@@ -84,6 +89,8 @@ class PageCopierBase : public PageCopier {
   // Throws std::invalid_argument when the pools are one and the same or their pages differ in
   // size.
   PageCopierBase(const PagePool& device, const PagePool& host);
+  // A copier within one pool (make_page_copier(pool)): both of its pools are `pool`.
+  explicit PageCopierBase(const PagePool& pool);
 
   CopyTicket copy(PagePool& from, PagePool& to, std::span<const PageTransfer> pages) final;
   bool done(CopyTicket ticket) final;

@@ -211,6 +211,23 @@ uint32_t RadixTree::peek(Namespace ns, std::span<const TokenId> tokens,
   return root == nullptr ? 0 : locate(root, tokens, pages).tokens;
 }
 
+PartialPage RadixTree::partial_page(const RadixNode* end, std::span<const TokenId> next) {
+  check_node(end, "partial_page");
+  const std::size_t limit = std::min<std::size_t>(next.size(), page_tokens_ - 1);
+  PartialPage best;
+  end->children_.for_each([&](uint64_t, const RadixNode* child) {
+    if (child->device_pages() == 0) return;
+    if (child->host_ != nullptr && !copy_done(child->host_->load_ticket)) return;
+    const TokenId* first = child->token_array();
+    const auto shared = static_cast<uint32_t>(
+        std::mismatch(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(limit), first)
+            .first -
+        next.begin());
+    if (shared > best.tokens) best = {shared, child->page_array()[0]};
+  });
+  return best;
+}
+
 InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
                                std::span<const PageId> pages, const AccessHint& hint) {
   return insert_below(root_for(ns), tokens, pages, hint);

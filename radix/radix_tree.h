@@ -74,6 +74,12 @@ struct MatchResult {
   uint32_t host_tokens() const { return tokens - device_tokens; }
 };
 
+// A cached page that begins with the tokens after a match (RadixTree::partial_page).
+struct PartialPage {
+  uint32_t tokens = 0;         // leading tokens it shares with them, in [1, page_tokens); 0: none
+  PageId page = kInvalidPage;  // its device page
+};
+
 struct InsertResult {
   uint32_t cached_tokens = 0;  // leading tokens that were already cached (on any tier)
   uint32_t new_pages = 0;      // device pages the tree took a reference on
@@ -116,6 +122,12 @@ class RadixTree final {
   // split); `pages`, when given, gets its leading device page ids appended.
   uint32_t peek(Namespace ns, std::span<const TokenId> tokens,
                 std::vector<PageId>* pages = nullptr) const;
+  // Partial-page reuse: of the children of `end` (a match's end), the one whose first page shares
+  // the most leading tokens with `next` (the tokens after the match), when that page is on the
+  // device and no load is still writing it; ties go to the first found. No side effect (no access
+  // recorded, no split). A full page of `next` equal to a child's never counts: match() takes
+  // those.
+  PartialPage partial_page(const RadixNode* end, std::span<const TokenId> next);
   // pages.size() must equal tokens.size() / page_tokens (after the cut to whole pages).
   InsertResult insert(Namespace ns, std::span<const TokenId> tokens, std::span<const PageId> pages,
                       const AccessHint& hint = {});

@@ -107,6 +107,7 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       host_claim_(claim_host_pool(pool, tiers)),
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
+      partial_copier_(config.partial_reuse ? make_page_copier(pool) : nullptr),
       tree_(pool, config.policy.make()),
       tree_evictor_(tree_),
       allocator_(pool, tree_evictor_, make_budget(pool, config)),
@@ -297,6 +298,8 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.mode = request.mode;
   s.output_tokens = request.output_tokens;
   s.request_class = request.request_class;
+  s.session = request.session;
+  s.agent = request.agent;
   s.load_ticket = ticket;
   s.locked = match.node;
   if (cache_only) {
@@ -305,18 +308,19 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
     s.own_tokens.assign(request.prompt.begin(), request.prompt.end());
   }
   ++live_;
-  uint32_t remote_tokens = 0;
-  if (remote_ != nullptr) {
-    try {
+  uint32_t remote_tokens = 0, partial_tokens = 0;
+  try {
+    if (remote_ != nullptr) {
       // No further than the pages the sequence got (cache only, they may end before the cut).
       const auto cut_pages =
           std::min(cut / page_tokens_, static_cast<uint32_t>(s.block_table.size()));
       remote_tokens = load_remote(s, matched_pages + host_pages, cut_pages) * page_tokens_;
-    } catch (...) {  // out of memory, a copier's error: nothing admitted, nothing leaked
-      release_sequence(s, SeqState::kAborted);
-      end_call();
-      throw;
     }
+    if (partial_copier_) partial_tokens = reuse_partial_page(s);
+  } catch (...) {  // out of memory, a copier's error: nothing admitted, nothing leaked
+    release_sequence(s, SeqState::kAborted);
+    end_call();
+    throw;
   }
   if (curve_) {
     try {
@@ -328,7 +332,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
     }
   }
   ticket = s.load_ticket;  // a remote load's ticket comes last and covers the earlier ones
-  const uint32_t reused = match.tokens + remote_tokens;
+  const uint32_t reused = match.tokens + remote_tokens + partial_tokens;
 
   ++stats_.admits;
   stats_.prompt_tokens += len;
@@ -336,6 +340,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   stats_.device_hit_tokens += match.device_tokens;
   stats_.host_hit_tokens += match.host_tokens();
   stats_.remote_hit_tokens += remote_tokens;
+  stats_.partial_hit_tokens += partial_tokens;
   stats_.prefill_tokens += len - reused;
   stats_.uncached_pages += result.uncached_pages;
 
@@ -343,6 +348,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   result.reused_tokens = reused;
   result.position_offset = reused;
   result.remote_hit_tokens = remote_tokens;
+  result.partial_hit_tokens = partial_tokens;
   result.device_hit_tokens = match.device_tokens;
   result.host_hit_tokens = match.host_tokens();
   result.load_ticket = ticket;
@@ -369,6 +375,26 @@ uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint
   s.computed_tokens = (local_pages + loaded) * page_tokens_;
   insert_computed(s);
   return loaded;
+}
+
+// Partial-page reuse (admit, in the header): the tokens after the whole pages reused that begin a
+// cached page, copied with it into the sequence's next page, which the admit allocated. At most
+// up to the last prompt token, which is always computed (cache only: the next page is whole).
+// Returns how many tokens were reused so.
+uint32_t PrefixCacheRuntime::reuse_partial_page(Sequence& s) {
+  const uint32_t page = s.committed_pages;
+  const uint32_t start = page * page_tokens_;
+  if (s.reused_tokens != start || page >= s.block_table.size()) return 0;
+  const bool cache_only = s.mode == AdmitMode::kCacheOnly;
+  const uint32_t end = cache_only ? start + page_tokens_ : s.prompt_tokens - 1;
+  if (end <= start) return 0;
+  const PartialPage found = tree_.partial_page(s.locked, s.tokens().subspan(start, end - start));
+  if (found.tokens == 0) return 0;
+  const PageTransfer copy{found.page, s.block_table[page]};
+  partial_copier_->wait(partial_copier_->copy(pool_, pool_, {&copy, 1}));
+  s.reused_tokens += found.tokens;
+  s.computed_tokens = s.reused_tokens;
+  return found.tokens;
 }
 
 // The remote run after the local match, through staging pages of the host pool: as many as the

@@ -21,8 +21,18 @@
 //                     pages, and load_ticket covers that copy (runtime/remote_staging.h); no
 //                     staging page to be had is a miss (remote_no_staging). Without a host tier
 //                     the bytes are copied straight into the device pages (host memory only).
-//                     reused_tokens = device + host + remote hit tokens. A match that ends in
-//                     pages another request is still loading gets a ticket covering that load.
+//                     reused_tokens = device + host + remote + partial hit tokens. A match that
+//                     ends in pages another request is still loading gets a ticket covering
+//                     that load.
+//                     Partial-page reuse (RuntimeConfig::partial_reuse): when a cached page
+//                     starts with the k < P tokens that follow the whole pages reused, admit
+//                     copies that page into the sequence's next private page (a copier within the
+//                     pool, kv_store/page_copier.h; admit waits for that one page) and reuses
+//                     those k tokens too (partial_hit_tokens): the model computes from offset
+//                     reused_tokens, which is then no multiple of P, overwriting the page's other
+//                     slots. What TensorRT-LLM does with enable_partial_reuse and
+//                     copy_on_partial_reuse (KvCacheConfig, both on by default there). The page
+//                     stays private: commit caches it once the model has written all of it.
 //   prefetch(request) optional, when the request is queued: with a remote tier, starts its
 //                     remote lookup in the background; admit takes what it fetched.
 //   commit(h, n)      the model has written KV for tokens [0, n) (chunked prefill): inserts the
@@ -124,6 +134,9 @@ struct RuntimeConfig {
   // A spec from the registry ("lru", "gdsf:depth_pages=512"; eviction/policy_registry.h), or a
   // factory of the caller's own policy (eviction/eviction_policy.h, PolicyChoice).
   PolicyChoice policy = "lru";
+  // Reuse the matching leading tokens of a cached page by copying it (admit, above). Off by
+  // default: whole-page reuse is what radixkv's replays and their oracles model.
+  bool partial_reuse = false;
 };
 
 // What lies beyond the device pool: a host tier, page hashes and the tier events. Apart from
@@ -173,6 +186,11 @@ struct Request {
   // and a request class; 0 when unknown.
   uint32_t output_tokens = 0;
   uint16_t request_class = 0;
+  // The session the request belongs to (an agent's conversation) and, within it, the sub-agent
+  // (0: the main agent), as the caller numbers them; 0 when it has none. Kept with the sequence
+  // (SequenceView) for the caller; no cache decision reads them yet.
+  uint64_t session = 0;
+  uint32_t agent = 0;
   AdmitMode mode = AdmitMode::kCompute;
 };
 
@@ -187,6 +205,7 @@ struct AdmitResult {
   uint32_t device_hit_tokens = 0;       // of reused_tokens: already on the device
   uint32_t host_hit_tokens = 0;         // of reused_tokens: loaded from the host tier
   uint32_t remote_hit_tokens = 0;       // of reused_tokens: loaded from the remote tier
+  uint32_t partial_hit_tokens = 0;      // of reused_tokens: copied from part of a cached page
   LoadTicket load_ticket = 0;           // compute only once load_done(load_ticket)
   std::span<const PageId> block_table;  // valid until the sequence changes
   uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
@@ -229,6 +248,8 @@ struct RuntimeStats {
   // Admits whose remote lookup was cut short (or skipped) because the host pool had too few
   // pages to stage the run in, even after host eviction: the pages past them were misses.
   uint64_t remote_no_staging = 0;
+  // Of reused_tokens: copied from part of a cached page (partial-page reuse).
+  uint64_t partial_hit_tokens = 0;
 };
 
 class PrefixCacheRuntime {
@@ -367,6 +388,7 @@ class PrefixCacheRuntime {
   void end_call();
   void check_host_accounting() const;
   uint32_t load_remote(detail::Sequence& s, uint32_t local_pages, uint32_t cut_pages);
+  uint32_t reuse_partial_page(detail::Sequence& s);
   uint32_t load_remote_staged(const PageHash& parent, std::span<const TokenId> tokens,
                               std::span<const PageId> device_pages, CopyTicket& ticket);
   void retire_loads();
@@ -377,7 +399,8 @@ class PrefixCacheRuntime {
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
   std::optional<PagePool::Claim> host_claim_;  // the host tier's pool, likewise
   uint32_t page_tokens_;
-  std::unique_ptr<PageCopier> own_copier_;  // when TierConfig names none; outlives tree_
+  std::unique_ptr<PageCopier> own_copier_;      // when TierConfig names none; outlives tree_
+  std::unique_ptr<PageCopier> partial_copier_;  // within pool_: partial-page reuse, when on
   RadixTree tree_;
   TreeEvictor tree_evictor_;  // the budget's view of tree_
   BudgetedAllocator allocator_;

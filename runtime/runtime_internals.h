@@ -27,6 +27,8 @@ struct Sequence {
   AdmitMode mode = AdmitMode::kCompute;
   uint32_t output_tokens = 0;  // the request's, for the policy (AccessHint)
   uint16_t request_class = 0;
+  uint64_t session = 0;
+  uint32_t agent = 0;
   CopyTicket load_ticket = 0;   // the load admit started for the host run, 0 when none
   RadixNode* locked = nullptr;  // the end of the committed prefix, locked by this sequence
   // The sequence's tokens: its own copy of the prompt and what decode appends (kCompute), or the
@@ -40,8 +42,10 @@ struct Sequence {
     return mode == AdmitMode::kCacheOnly ? borrowed_tokens : std::span<const TokenId>(own_tokens);
   }
   SequenceView view() const {
-    return {request_id,      name_space,      priority,    state,    prompt_tokens, reused_tokens,
-            computed_tokens, committed_pages, load_ticket, tokens(), block_table};
+    return {request_id,    name_space,    priority,        state,
+            prompt_tokens, reused_tokens, computed_tokens, committed_pages,
+            load_ticket,   tokens(),      block_table,     session,
+            agent};
   }
 };
 

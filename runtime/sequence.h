@@ -9,7 +9,8 @@
 //                   pool reference on each of its entries.
 //   reused_tokens   tokens whose KV came from the cache at admit: the position offset. A multiple
 //                   of P and at most floor((prompt-1)/P)*P, so the last prompt token is always
-//                   computed (its logits are needed).
+//                   computed (its logits are needed); with partial-page reuse, plus up to P-1
+//                   tokens of the next page (never the last prompt token).
 //   computed_tokens tokens whose KV the model has written (reused ones included); never more than
 //                   tokens.size(), never decreasing. The last sampled token usually has none yet.
 //   committed_pages leading pages that are the tree's canonical pages and covered by `locked`, the
@@ -52,6 +53,8 @@ struct SequenceView {
   CopyTicket load_ticket = 0;  // the load admit started or joined (0: none)
   std::span<const TokenId> tokens;
   std::span<const PageId> block_table;
+  uint64_t session = 0;  // Request::session and Request::agent
+  uint32_t agent = 0;
 };
 
 }  // namespace radixkv

@@ -17,16 +17,19 @@ ActiveTurn::ActiveTurn(PrefixCacheRuntime& runtime, PagePool& pool, const TinyTr
   REQUIRE_MESSAGE(admitted.ok(), "admit refused: ", to_string(admitted.status));
   // The position offset is the reused length, and the last prompt token is always computed.
   CHECK(admitted.position_offset == admitted.reused_tokens);
-  CHECK(admitted.reused_tokens % runtime_.page_tokens() == 0);
+  // Whole pages, then (partial-page reuse) fewer than a page's tokens copied from a cached page.
+  CHECK((admitted.reused_tokens - admitted.partial_hit_tokens) % runtime_.page_tokens() == 0);
+  CHECK(admitted.partial_hit_tokens < runtime_.page_tokens());
   CHECK(admitted.reused_tokens < log_.prompt_tokens);
-  CHECK(admitted.reused_tokens ==
-        admitted.device_hit_tokens + admitted.host_hit_tokens + admitted.remote_hit_tokens);
+  CHECK(admitted.reused_tokens == admitted.device_hit_tokens + admitted.host_hit_tokens +
+                                      admitted.remote_hit_tokens + admitted.partial_hit_tokens);
   // The host run's bytes are there only once its load is done.
   if (!options.skip_load_wait) runtime_.wait_load(admitted.load_ticket);
   seq_ = admitted.seq;
   log_.reused_tokens = admitted.reused_tokens;
   log_.host_hit_tokens = admitted.host_hit_tokens;
   log_.remote_hit_tokens = admitted.remote_hit_tokens;
+  log_.partial_hit_tokens = admitted.partial_hit_tokens;
   log_.waited_for_load = admitted.load_ticket != 0;
   next_ = admitted.position_offset;
   decode_left_ = options.decode_steps;

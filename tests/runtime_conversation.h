@@ -18,12 +18,13 @@ struct TurnLog {
   std::vector<TokenId> tokens;  // prompt, then every decoded token, then the last sampled one
   uint32_t prompt_tokens = 0;
   uint32_t reused_tokens = 0;
-  uint32_t host_hit_tokens = 0;    // of reused_tokens: loaded from the host tier
-  uint32_t remote_hit_tokens = 0;  // of reused_tokens: loaded from the remote tier
-  bool waited_for_load = false;    // admit handed out a load ticket (its own load or a shared one)
-  uint32_t computed_tokens = 0;    // positions the model ran
-  uint32_t prefill_computed = 0;   // of which prompt positions
-  std::vector<double> logits;      // one row per computed position, from reused_tokens on
+  uint32_t host_hit_tokens = 0;     // of reused_tokens: loaded from the host tier
+  uint32_t remote_hit_tokens = 0;   // of reused_tokens: loaded from the remote tier
+  uint32_t partial_hit_tokens = 0;  // of reused_tokens: copied from part of a cached page
+  bool waited_for_load = false;     // admit handed out a load ticket (its own load or a shared one)
+  uint32_t computed_tokens = 0;     // positions the model ran
+  uint32_t prefill_computed = 0;    // of which prompt positions
+  std::vector<double> logits;       // one row per computed position, from reused_tokens on
 };
 
 // How a cached run drives the model.

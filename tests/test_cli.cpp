@@ -352,3 +352,33 @@ TEST_CASE("cli: --trace - reads standard input, a pipe, or process substitution"
       output_of("echo '{\"hello\": 1}' | " + binary + " replay --trace - 2>&1 >/dev/null; true");
   CHECK(error.find("standard input:1: cannot tell the trace format") != std::string::npos);
 }
+
+TEST_CASE("cli: --partial-reuse reports partial_hit_tokens, in text and JSON, in cache mode only") {
+  // Request 1 shares request 0's first 40 tokens: 2 whole pages of 16, then 8 tokens of the
+  // third, which partial reuse copies.
+  const fs::path trace = temp_file("partial.jsonl",
+                                   "{\"id\": 0, \"t\": 0, \"segs\": [[1, 64]]}\n"
+                                   "{\"id\": 1, \"t\": 1, \"segs\": [[1, 40], [3, 24]]}\n");
+  const std::vector<std::string> replay = {"replay", "--trace", trace.string(), "--page-tokens",
+                                           "16"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = replay;
+    args.insert(args.end(), more.begin(), more.end());
+    return cli(args);
+  };
+  Run run = with({"--json"});
+  REQUIRE(run.status == kExitOk);
+  nlohmann::json report = nlohmann::json::parse(run.out);
+  CHECK(report["hit_tokens"] == 32);
+  CHECK_FALSE(report.contains("partial_hit_tokens"));
+  run = with({"--json", "--partial-reuse"});
+  REQUIRE(run.status == kExitOk);
+  report = nlohmann::json::parse(run.out);
+  CHECK(report["hit_tokens"] == 40);
+  CHECK(report["partial_hit_tokens"] == 8);
+  run = with({"--partial-reuse"});
+  CHECK(run.out.find("partial hits       8 tokens") != std::string::npos);
+  run = with({"--partial-reuse", "--mode", "engine"});
+  CHECK(run.status == kExitUsage);
+  CHECK(run.err.find("--partial-reuse: cache mode only") != std::string::npos);
+}

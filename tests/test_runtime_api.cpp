@@ -5,7 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "runtime/prefix_cache_runtime.h"
@@ -188,4 +190,100 @@ TEST_CASE("finish and abort refuse a sequence whose page was released behind the
     CHECK(runtime.cached_pages() == (finish ? 2 : 1));
     CHECK(runtime.check_accounting() == 0);
   }
+}
+
+namespace {
+
+// What admit reuses of `prompt` (then aborts, caching nothing): {whole-page hits, partial hits}.
+std::pair<uint32_t, uint32_t> reuse_of(PrefixCacheRuntime& runtime, std::vector<TokenId> prompt,
+                                       AdmitMode mode = AdmitMode::kCompute, Namespace ns = 0) {
+  const AdmitResult r = runtime.admit({.id = 2, .name_space = ns, .prompt = prompt, .mode = mode});
+  REQUIRE(r.ok());
+  CHECK(r.reused_tokens == r.device_hit_tokens + r.partial_hit_tokens);
+  CHECK(r.position_offset == r.reused_tokens);
+  CHECK(runtime.view(r.seq).reused_tokens == r.reused_tokens);
+  runtime.abort(r.seq);
+  return {r.device_hit_tokens, r.partial_hit_tokens};
+}
+
+}  // namespace
+
+TEST_CASE("partial-page reuse: the leading tokens of a cached page, by hand, and off by default") {
+  // Cached: A = 1..10, whose whole pages are [1 2 3 4] [5 6 7 8] (4-token pages).
+  const std::vector<TokenId> a = iota_tokens(10, 1);
+  using Hits = std::pair<uint32_t, uint32_t>;
+  struct Case {
+    std::vector<TokenId> prompt;
+    Hits on, off;  // {whole-page hits, partial hits} with partial reuse on, and off
+  };
+  const std::vector<Case> cases = {
+      // Diverges after 5 6 in the second page: 2 of its tokens copied.
+      {{1, 2, 3, 4, 5, 6, 9, 9, 9, 9}, {4, 2}, {4, 0}},
+      // A's first 8 tokens exactly: the cut leaves the second page to compute, but for its last
+      // token 3 of its tokens are copied.
+      {{1, 2, 3, 4, 5, 6, 7, 8}, {4, 3}, {4, 0}},
+      // Both pages whole; the 9th token is the last, always computed: nothing partial.
+      {{1, 2, 3, 4, 5, 6, 7, 8, 9}, {8, 0}, {8, 0}},
+      // Diverges inside the first page.
+      {{1, 2, 3, 9, 9}, {0, 3}, {0, 0}},
+      // Two tokens only: the first may be copied, the last is computed.
+      {{1, 2}, {0, 1}, {0, 0}},
+      // Nothing in common.
+      {{7, 7, 7, 7, 7}, {0, 0}, {0, 0}},
+  };
+  for (bool on : {true, false}) {
+    CAPTURE(on);
+    PagePool pool(KvLayout{1, 1, 1, 8, 4}, 32, make_host_backend());
+    RuntimeConfig config;
+    if (on) config.partial_reuse = true;
+    PrefixCacheRuntime runtime(pool, config);
+    // A's pages hold bytes of their own: page i of A is filled with 0x10 + i.
+    const AdmitResult r = runtime.admit({1, 0, a});
+    REQUIRE(r.ok());
+    for (std::size_t i = 0; i < r.block_table.size(); ++i) {
+      std::memset(pool.backend().page_address(r.block_table[i]), 0x10 + static_cast<int>(i),
+                  pool.bytes_per_page());
+    }
+    runtime.commit(r.seq, 10);
+    runtime.finish(r.seq);
+    uint64_t partial = 0;
+    for (const Case& c : cases) {
+      CAPTURE(c.prompt);
+      const Hits expected = on ? c.on : c.off;
+      CHECK(reuse_of(runtime, c.prompt) == expected);
+      partial += expected.second;
+    }
+    CHECK(runtime.stats().partial_hit_tokens == partial);
+    // Another namespace shares nothing, partial pages included.
+    CHECK(reuse_of(runtime, {1, 2, 3, 4, 5, 6, 9, 9}, AdmitMode::kCompute, 1) == Hits{0, 0});
+    // Cache only: whole prompt pages; the page after the match may be reused in part.
+    CHECK(reuse_of(runtime, {1, 2, 3, 4, 5, 6, 9, 9}, AdmitMode::kCacheOnly) ==
+          Hits{4, on ? 2u : 0u});
+    CHECK(reuse_of(runtime, {1, 2, 3, 4, 5, 6, 7, 8, 9, 9}, AdmitMode::kCacheOnly) == Hits{8, 0});
+    // The copy: the sequence's second page holds A's second page's bytes.
+    const AdmitResult b = runtime.admit({3, 0, std::vector<TokenId>{1, 2, 3, 4, 5, 6, 9, 9, 9}});
+    REQUIRE(b.ok());
+    const auto* copied =
+        static_cast<const unsigned char*>(pool.backend().page_address(b.block_table[1]));
+    CHECK(std::all_of(copied, copied + pool.bytes_per_page(),
+                      [](unsigned char byte) { return byte == 0x11; }) == on);
+    runtime.abort(b.seq);
+    CHECK(runtime.check_accounting() == 0);
+  }
+}
+
+TEST_CASE("a request's session and sub-agent stay with its sequence") {
+  PagePool pool(kLayout, 16);
+  PrefixCacheRuntime runtime(pool);
+  const std::vector<TokenId> prompt = iota_tokens(6, 0);
+  const AdmitResult a = runtime.admit({.id = 1, .prompt = prompt, .session = 42, .agent = 3});
+  const AdmitResult b = runtime.admit({.id = 2, .prompt = prompt});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(runtime.view(a.seq).session == 42);
+  CHECK(runtime.view(a.seq).agent == 3);
+  CHECK(runtime.view(b.seq).session == 0);
+  CHECK(runtime.view(b.seq).agent == 0);
+  runtime.abort(a.seq);
+  runtime.abort(b.seq);
 }

@@ -32,6 +32,7 @@ struct ScenarioTotals {
   uint64_t turns_with_mismatch = 0, fresh_turns_with_mismatch = 0;
   double max_relative_error = 0.0;
   uint64_t evicted_pages = 0, duplicate_pages = 0;
+  uint64_t partial_hit_turns = 0, partial_hit_tokens = 0;  // partial-page reuse runs
   // Host tier runs.
   uint64_t host_hit_turns = 0, host_hit_tokens = 0, loaded_pages = 0, written_pages = 0;
   uint64_t host_evicted_pages = 0;
@@ -49,21 +50,35 @@ struct Conversation {
 };
 
 // Longest page-aligned common prefix of `prompt` (cut to the admit limit) with anything whose
-// pages were cached in namespace `ns`: what admit must reuse when nothing was evicted.
+// pages were cached in namespace `ns`: what admit must reuse when nothing was evicted. With
+// partial-page reuse, plus the most leading tokens of the next page that a cached page holds
+// (fewer than a page, never the last prompt token).
 uint32_t oracle_reuse(const std::vector<TurnLog>& history, Namespace ns,
-                      const std::vector<TokenId>& prompt, uint32_t page_tokens) {
-  const size_t cut = (prompt.size() - 1) / page_tokens * page_tokens;
+                      const std::vector<TokenId>& prompt, uint32_t page_tokens,
+                      bool partial_reuse = false) {
+  const size_t last = prompt.size() - 1;  // tokens that may be reused
+  const size_t cut = last / page_tokens * page_tokens;
+  struct Cached {
+    size_t same, pages_end;
+  };
+  std::vector<Cached> cached;
   size_t best = 0;
   for (const TurnLog& log : history) {
     if (log.ns != ns) continue;
-    const size_t cached = (log.reused_tokens + log.computed_tokens) / page_tokens * page_tokens;
-    const size_t n = std::min(cut, cached);
+    const size_t end = (log.reused_tokens + log.computed_tokens) / page_tokens * page_tokens;
+    const size_t n = std::min(last, end);
     const size_t same =
         std::mismatch(prompt.begin(), prompt.begin() + n, log.tokens.begin()).first -
         prompt.begin();
-    best = std::max(best, same / page_tokens * page_tokens);
+    cached.push_back({same, end});
+    best = std::max(best, std::min(cut, same / page_tokens * page_tokens));
   }
-  return static_cast<uint32_t>(best);
+  size_t partial = 0;
+  for (const auto& [same, end] : cached) {
+    if (!partial_reuse || same <= best || end < best + page_tokens) continue;
+    partial = std::max(partial, std::min({same - best, size_t{page_tokens} - 1, last - best}));
+  }
+  return static_cast<uint32_t>(best + partial);
 }
 
 // A host tier under the device pool, or none (write == nullptr).
@@ -79,7 +94,8 @@ uint32_t device_pages_for(uint32_t page_tokens) {
 
 class Scenario {
  public:
-  Scenario(uint32_t page_tokens, uint64_t seed, bool offset_bug, HostTierRun host = {})
+  Scenario(uint32_t page_tokens, uint64_t seed, bool offset_bug, HostTierRun host = {},
+           bool partial_reuse = false)
       : P_(page_tokens),
         model_(TinyConfig{}, 1234),
         pool_(model_.kv_layout(page_tokens), device_pages_for(page_tokens), make_host_backend()),
@@ -87,9 +103,10 @@ class Scenario {
         host_pool_(model_.kv_layout(page_tokens), device_pages_for(page_tokens) / 4,
                    make_host_backend()),
         copier_(host.deferred),
-        runtime_(pool_, {}, tier_config(host)),
+        runtime_(pool_, RuntimeConfig{.partial_reuse = partial_reuse}, tier_config(host)),
         rng_(seed),
         offset_bug_(offset_bug),
+        partial_reuse_(partial_reuse),
         host_(host) {}
 
   ScenarioTotals run() {
@@ -179,7 +196,7 @@ class Scenario {
   // compute the same pages; whichever commits second gets them switched to the first's), checks
   // each against the no-cache reference, and returns the first's log.
   TurnLog run_turns(Namespace ns, const std::vector<TokenId>& prompt, int copies, TurnKind kind) {
-    const uint32_t expected = oracle_reuse(history_, ns, prompt, P_);
+    const uint32_t expected = oracle_reuse(history_, ns, prompt, P_, partial_reuse_);
     const bool exact = nothing_left_the_trie();
     std::vector<ActiveTurn> turns;
     for (int i = 0; i < copies; ++i) {
@@ -226,6 +243,8 @@ class Scenario {
         totals_.first_mismatch_waited_for_load = log.waited_for_load;
       }
     }
+    totals_.partial_hit_turns += log.partial_hit_tokens > 0 ? 1 : 0;
+    totals_.partial_hit_tokens += log.partial_hit_tokens;
     totals_.host_hit_turns += log.host_hit_tokens > 0 ? 1 : 0;
     totals_.host_hit_tokens += log.host_hit_tokens;
     history_.push_back(log);
@@ -261,6 +280,7 @@ class Scenario {
   PrefixCacheRuntime runtime_;
   std::mt19937_64 rng_;
   bool offset_bug_;
+  bool partial_reuse_;
   HostTierRun host_;
   std::vector<TurnLog> history_;
   ScenarioTotals totals_;
@@ -306,6 +326,38 @@ TEST_CASE("control: rotary positions restarting at 0 after a reused prefix fail 
     CHECK(t.turns_with_mismatch == t.reused_turns);
     CHECK(t.reused_turns > 0);
     CHECK(t.equal_rows < t.rows);
+    CHECK(t.max_relative_error > 1e-6);
+  }
+}
+
+TEST_CASE("partial-page reuse: logits stay bitwise equal, reuse equals the oracle's exactly") {
+  // Branches diverge in the middle of a page and repeated prompts end inside one: the copied
+  // leading tokens of those pages are reused too. (P = 1 has no partial page.)
+  for (uint32_t P : {4u, 16u}) {
+    for (uint64_t seed : {1u, 2u}) {
+      CAPTURE(P);
+      CAPTURE(seed);
+      const ScenarioTotals t = Scenario(P, seed, false, {}, true).run();
+      CHECK(t.equal_rows == t.rows);
+      CHECK(t.max_relative_error == 0.0);
+      CHECK(t.turns_with_mismatch == 0);
+      CHECK(t.partial_hit_turns > 0);
+      CHECK(t.exact_branches > 0);
+      CHECK(t.prefill_computed == t.prompt_tokens - t.reused_tokens);
+      MESSAGE("P=", P, " seed=", seed, ": ", t.turns, " turns, ", t.partial_hit_turns,
+              " with a partial hit (", t.partial_hit_tokens, " tokens of ", t.reused_tokens,
+              " reused)");
+    }
+  }
+}
+
+TEST_CASE("control: with partial-page reuse, rotary positions restarting at 0 fail") {
+  for (uint32_t P : {4u, 16u}) {
+    CAPTURE(P);
+    const ScenarioTotals t = Scenario(P, 1, true, {}, true).run();
+    CHECK(t.partial_hit_turns > 0);
+    CHECK(t.fresh_turns_with_mismatch == 0);
+    CHECK(t.turns_with_mismatch == t.reused_turns);
     CHECK(t.max_relative_error > 1e-6);
   }
 }

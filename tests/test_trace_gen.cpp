@@ -1,6 +1,8 @@
 // `radixkv gen`: determinism, and that each feature shows up in the trace it writes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -171,6 +173,7 @@ TEST_CASE("gen: the trace built directly is the one its text reads back as, fiel
   varied.regenerate = 0.3;
   varied.edit = 0.3;
   varied.agent_fraction = 0.5;
+  varied.subagent_chance = 0.3;
   varied.rate = 500;
   configs.push_back(varied);
   for (const GenConfig& config : configs) {
@@ -182,6 +185,7 @@ TEST_CASE("gen: the trace built directly is the one its text reads back as, fiel
     CHECK(built.skipped_records == read.skipped_records);
     CHECK(built.class_names == read.class_names);
     CHECK(built.namespace_names == read.namespace_names);
+    CHECK(built.sessions == read.sessions);
     REQUIRE(built.requests.size() == read.requests.size());
     for (std::size_t i = 0; i < read.requests.size(); ++i) {
       CAPTURE(i);
@@ -197,6 +201,8 @@ TEST_CASE("gen: the trace built directly is the one its text reads back as, fiel
       CHECK(a.num_segments == b.num_segments);
       CHECK(a.priority == b.priority);
       CHECK(a.request_class == b.request_class);
+      CHECK(a.session == b.session);
+      CHECK(a.agent == b.agent);
     }
     REQUIRE(built.segments.size() == read.segments.size());
     for (std::size_t s = 0; s < read.segments.size(); ++s) {
@@ -214,4 +220,113 @@ TEST_CASE("gen: the direct build refuses what write_native refuses") {
   config = small_config(1);
   config.answer_tokens = Distribution::fixed(kMaxInputTokens + 1);
   CHECK_THROWS_AS(generate_trace(config, "gen"), UsageError);
+}
+
+namespace {
+
+// Per session: the arrival of its first and of its last request.
+std::vector<std::pair<double, double>> session_spans(const Trace& trace) {
+  std::vector<std::pair<double, double>> spans(trace.sessions + 1, {1e300, -1e300});
+  for (const TraceRequest& r : trace.requests) {
+    auto& [first, last] = spans[r.session];
+    first = std::min(first, r.arrival_s);
+    last = std::max(last, r.arrival_s);
+  }
+  spans.erase(spans.begin());  // session 0: none
+  return spans;
+}
+
+// The most sessions between their first and last request at one moment.
+std::size_t peak_concurrent(const std::vector<std::pair<double, double>>& spans) {
+  std::vector<std::pair<double, int>> events;
+  for (const auto& [first, last] : spans) {
+    events.push_back({first, +1});
+    events.push_back({last, -1});
+  }
+  std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  });
+  std::size_t now = 0, peak = 0;
+  for (const auto& [t, step] : events) {
+    now += step;
+    peak = std::max(peak, now);
+  }
+  return peak;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+TEST_CASE("gen --agents: over 100 sessions at once, growing contexts, sub-agents on its clock") {
+  const GenConfig config = agents_preset();
+  const Trace trace = generate_trace(config, "agents");
+  // Every conversation is one session, numbered as it first arrives.
+  CHECK(trace.sessions == config.conversations);
+  const std::size_t peak = peak_concurrent(session_spans(trace));
+  CHECK(peak >= 100);
+  MESSAGE(trace.requests.size(), " requests, ", trace.sessions, " sessions, at most ", peak,
+          " at once");
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> agents;  // (session, agent)
+  for (uint32_t i = 0; i < trace.requests.size(); ++i) {
+    const TraceRequest& r = trace.requests[i];
+    REQUIRE(r.session >= 1);
+    agents[{r.session, r.agent}].push_back(i);
+    if (r.parent == kNoParent) continue;
+    // A context only grows, within its own agent.
+    const TraceRequest& parent = trace.requests[r.parent];
+    CHECK(parent.session == r.session);
+    CHECK(parent.agent == r.agent);
+    CHECK(r.input_tokens > parent.input_tokens + parent.output_tokens);
+  }
+  uint64_t main_steps = 0, subagents = 0;
+  for (const auto& [key, requests] : agents) {
+    const auto [session, agent] = key;
+    // Each agent is one chain: a first request, then steps each continuing the one before.
+    CHECK(trace.requests[requests.front()].parent == kNoParent);
+    for (std::size_t k = 1; k < requests.size(); ++k) {
+      CHECK(trace.requests[requests[k]].parent == requests[k - 1]);
+    }
+    if (agent == 0) {
+      main_steps += requests.size() - 1;
+      continue;
+    }
+    ++subagents;
+    // Sub-agents are numbered 1, 2, ... as they start.
+    CHECK(agents.count({session, agent - 1}) == 1);
+    const auto& main = agents.at({session, 0});
+    const TraceRequest& first = trace.requests[requests.front()];
+    // It opens with its agent's system prompt, and its agent waits for it: no request of the main
+    // agent arrives while it runs.
+    CHECK(trace.segments[first.first_segment].key ==
+          trace.segments[trace.requests[main.front()].first_segment].key);
+    const double start = first.arrival_s, end = trace.requests[requests.back()].arrival_s;
+    for (uint32_t m : main) {
+      CHECK_FALSE((trace.requests[m].arrival_s > start && trace.requests[m].arrival_s <= end));
+    }
+  }
+  // A main step starts sub-agents with probability 0.15, uniform:1:3 of them (mean 2).
+  CHECK(subagents == doctest::Approx(0.15 * 2 * double(main_steps)).epsilon(0.1));
+}
+
+TEST_CASE("gen: tool times follow the stated distribution") {
+  GenConfig config = agents_preset();
+  config.subagent_chance = 0;  // every step then waits one tool time
+  const Trace trace = generate_trace(config, "agents");
+  std::vector<double> gaps;
+  for (const TraceRequest& r : trace.requests) {
+    if (r.parent != kNoParent) gaps.push_back(r.arrival_s - trace.requests[r.parent].arrival_s);
+  }
+  REQUIRE(gaps.size() > 3000);
+  // lognormal:6:1.0: mean 6 s, median 6 * exp(-1/2) = 3.64 s (an exponential of mean 6 would
+  // have a median of 4.16 s). Times are on the millisecond grid.
+  double sum = 0;
+  for (double g : gaps) sum += g;
+  CHECK(sum / double(gaps.size()) == doctest::Approx(6.0).epsilon(0.06));
+  CHECK(median(gaps) == doctest::Approx(6.0 * std::exp(-0.5)).epsilon(0.05));
+  // The flag's text states it.
+  CHECK(config.tool_time_s.to_string() == "lognormal:6:1");
 }

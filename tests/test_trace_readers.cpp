@@ -2,8 +2,11 @@
 // data/traces.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <ostream>
 #include <regex>
 
 #include <unistd.h>
@@ -295,4 +298,104 @@ TEST_CASE("real sample: agentic-coding session") {
   TempDir dir;
   fs::copy_file(path, dir.path / path.filename());
   CHECK(read_trace(dir.path).requests.size() == 3);
+}
+
+namespace {
+
+struct SessionOf {
+  uint32_t session, agent;
+  friend bool operator==(SessionOf, SessionOf) = default;
+  friend std::ostream& operator<<(std::ostream& out, SessionOf s) {
+    return out << "{session " << s.session << ", agent " << s.agent << "}";
+  }
+};
+
+std::vector<SessionOf> sessions_of(const Trace& trace) {
+  std::vector<SessionOf> out;
+  for (const TraceRequest& r : trace.requests) out.push_back({r.session, r.agent});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sessions: an agentic file is a session, its sub-agents numbered where they open") {
+  TempDir dir;
+  // a.json: the main agent at 0 and 6; sub-agent 1 at 1 (its requests at 1 and 3) with sub-agent 2
+  // nested in it (at 1 + 1 + 0.5); sub-agent 3 at 4. b.json: one request at 0.5.
+  dir.write("a.json", R"({"block_size": 2, "requests": [
+    {"t": 0, "in": 2, "out": 1, "hash_ids": [1]},
+    {"t": 1, "type": "subagent", "requests": [
+      {"t": 0, "in": 2, "out": 1, "hash_ids": [2]},
+      {"t": 1, "type": "subagent", "requests": [{"t": 0.5, "in": 2, "out": 1, "hash_ids": [3]}]},
+      {"t": 2, "in": 2, "out": 1, "hash_ids": [4]}]},
+    {"t": 4, "type": "subagent", "requests": [{"t": 0, "in": 2, "out": 1, "hash_ids": [5]}]},
+    {"t": 6, "in": 2, "out": 1, "hash_ids": [6]}]})");
+  dir.write("b.json",
+            R"({"block_size": 2, "requests": [{"t": 0.5, "in": 2, "out": 1, "hash_ids": [1]}]})");
+  const Trace trace = read_trace(dir.path);
+  std::vector<double> times;
+  for (const TraceRequest& r : trace.requests) times.push_back(r.arrival_s);
+  CHECK(times == std::vector<double>{0, 0.5, 1, 2.5, 3, 4, 6});
+  // Sessions in order of first arrival: a's at 0, b's at 0.5.
+  CHECK(trace.sessions == 2);
+  CHECK(sessions_of(trace) ==
+        std::vector<SessionOf>{{1, 0}, {2, 0}, {1, 1}, {1, 2}, {1, 1}, {1, 3}, {1, 0}});
+  // One file read alone is session 1.
+  const Trace one = read_trace(dir.path / "b.json");
+  CHECK(sessions_of(one) == std::vector<SessionOf>{{1, 0}});
+}
+
+TEST_CASE("sessions: the recorded session's two sub-agents") {
+  const Trace trace = read_trace(sample_trace("agentic-coding/trace_0291.json"));
+  CHECK(trace.sessions == 1);
+  std::map<uint32_t, std::size_t> per_agent;
+  for (const TraceRequest& r : trace.requests) {
+    CHECK(r.session == 1);
+    ++per_agent[r.agent];
+    // The sub-agents run on the other model (namespace 1), the main agent on its own.
+    CHECK((r.agent != 0) == (r.ns == 1));
+  }
+  // The file's sub-agent entries: 5 requests from 1148.013 s, then 7 from 1180.553 s.
+  CHECK(per_agent == std::map<uint32_t, std::size_t>{{0, 20}, {1, 5}, {2, 7}});
+}
+
+TEST_CASE("sessions: a Bailian chat chain is a session, and Mooncake names none") {
+  const std::string text =
+      R"({"chat_id": 1, "parent_chat_id": -1, "timestamp": 1, "input_length": 16, "output_length": 1, "hash_ids": [7]}
+{"chat_id": 2, "parent_chat_id": 1, "timestamp": 2, "input_length": 16, "output_length": 1, "hash_ids": [7]}
+{"chat_id": 3, "parent_chat_id": -1, "timestamp": 3, "input_length": 16, "output_length": 1, "hash_ids": [7]}
+{"chat_id": 4, "parent_chat_id": 2, "timestamp": 4, "input_length": 16, "output_length": 1, "hash_ids": [7]}
+{"chat_id": 5, "parent_chat_id": 99, "timestamp": 5, "input_length": 16, "output_length": 1, "hash_ids": [7]}
+{"chat_id": 6, "parent_chat_id": 3, "timestamp": 6, "input_length": 16, "output_length": 1, "hash_ids": [7]}
+)";
+  TraceInput input = TraceInput::from_text(text, "chains.jsonl");
+  const Trace trace = read_trace(input);
+  REQUIRE(trace.format == TraceFormat::kBailian);
+  // Chat 5's parent is not in the trace: a session of its own.
+  CHECK(sessions_of(trace) ==
+        std::vector<SessionOf>{{1, 0}, {1, 0}, {2, 0}, {1, 0}, {3, 0}, {2, 0}});
+  CHECK(trace.sessions == 3);
+  const Trace mooncake = read_trace(sample_trace("mooncake/synthetic_trace.jsonl"));
+  CHECK(mooncake.sessions == 0);
+  CHECK(std::all_of(mooncake.requests.begin(), mooncake.requests.end(),
+                    [](const TraceRequest& r) { return r.session == 0 && r.agent == 0; }));
+}
+
+TEST_CASE("sessions: native conv and agent") {
+  const Trace trace = parse_native(R"({"id": 0, "t": 0, "segs": [[1, 4]], "conv": 70}
+{"id": 1, "t": 1, "segs": [[2, 4]], "conv": 30}
+{"id": 2, "t": 2, "segs": [[1, 4]], "conv": 70, "agent": 2}
+{"id": 3, "t": 3, "segs": [[3, 4]]}
+{"id": 4, "t": 4, "parent": 0, "segs": [[4, 4]], "conv": 70}
+)",
+                                   "native.jsonl");
+  CHECK(sessions_of(trace) == std::vector<SessionOf>{{1, 0}, {2, 0}, {1, 2}, {0, 0}, {1, 0}});
+  CHECK(trace.sessions == 2);
+  const TraceError e = trace_error(
+      [] { parse_native(R"({"id": 0, "t": 0, "segs": [[1, 4]], "agent": 1})", "native.jsonl"); });
+  CHECK(e.reason() == "\"agent\" names a sub-agent of a session: it needs \"conv\"");
+  const TraceError negative = trace_error([] {
+    parse_native(R"({"id": 0, "t": 0, "segs": [[1, 4]], "conv": 1, "agent": -1})", "native.jsonl");
+  });
+  CHECK(negative.reason().find("\"agent\"") != std::string::npos);
 }

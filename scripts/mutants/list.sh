@@ -413,3 +413,9 @@ mutant metrics-shard-curve-hits runtime/runtime_metrics.cpp \
 mutant metrics-host-gauges-dropped runtime/runtime_metrics.cpp \
   "a runtime with a host tier exports no host bytes" \
   'if (m.host) tiers.emplace_back("host", &*m.host);' '(void)0;'
+mutant runtime-partial-no-copy runtime/prefix_cache_runtime.cpp \
+  "partial-page reuse counts the copied tokens but never copies the page" \
+  'partial_copier_->wait(partial_copier_->copy(pool_, pool_, {&copy, 1}));' '(void)copy;'
+mutant runtime-partial-last-token runtime/prefix_cache_runtime.cpp \
+  "partial-page reuse may take the last prompt token, whose logits must be computed" \
+  ': s.prompt_tokens - 1;' ': s.prompt_tokens;'

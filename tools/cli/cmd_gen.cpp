@@ -15,7 +15,8 @@ namespace {
 
 constexpr const char* kDescription =
     "Writes a synthetic multi-turn trace in the native format (docs/trace_format.md):\n"
-    "chats with shared system prompts, branches, agent loops, namespaces and priorities.\n"
+    "chats with shared system prompts, branches, agent loops with sub-agents, namespaces and\n"
+    "priorities. --agents writes agent sessions only (the flags given still apply).\n"
     "DIST is N, uniform:A:B, exp:MEAN or lognormal:MEAN:SIGMA. With no flags it writes the\n"
     "bundled default trace that `radixkv replay` uses when given no --trace. It refuses a\n"
     "configuration whose trace `radixkv replay` could not read (a prompt too long, too many\n"
@@ -24,7 +25,8 @@ constexpr const char* kDescription =
 // The flags' text, converted into GenConfig once parsed (distributions need their flag's name).
 struct GenFlags {
   std::string out, turns, system_tokens, message_tokens, answer_tokens, think_time, agent_steps,
-      tool_tokens, tool_call_tokens, tool_time, priorities;
+      tool_tokens, tool_call_tokens, tool_time, subagents, subagent_steps, priorities;
+  bool agents = false;
 };
 
 void declare_gen_flags(CommandLine& cli, GenConfig& c, GenFlags& f) {
@@ -74,6 +76,20 @@ void declare_gen_flags(CommandLine& cli, GenConfig& c, GenFlags& f) {
   cli.text("--tool-time", f.tool_time, "DIST",
            fmt::format("seconds a tool runs before the next step (default {})",
                        d.tool_time_s.to_string()));
+  cli.real("--subagent-chance", c.subagent_chance, "P",
+           fmt::format("chance an agent step starts sub-agents instead of a tool (default {})",
+                       d.subagent_chance),
+           0, 1);
+  cli.text(
+      "--subagents", f.subagents, "DIST",
+      fmt::format("sub-agents such a step starts at once (default {})", d.subagents.to_string()));
+  cli.text("--subagent-steps", f.subagent_steps, "DIST",
+           fmt::format("tool steps per sub-agent (default {})", d.subagent_steps.to_string()));
+  const GenConfig a = agents_preset();
+  cli.flag("--agents", f.agents,
+           fmt::format("agent sessions only: --conversations {} --rate {} --agent-fraction 1 "
+                       "--subagent-chance {} --tool-time {} unless given",
+                       a.conversations, a.rate, a.subagent_chance, a.tool_time_s.to_string()));
   cli.count(
       "--namespaces", c.namespaces, "N",
       fmt::format("namespaces (tenants) conversations spread over (default {})", d.namespaces), 1,
@@ -101,6 +117,16 @@ std::vector<int32_t> parse_priorities(const std::string& text) {
   return out;
 }
 
+// --agents: the preset's values for the flags not given.
+void apply_agents_preset(const CommandLine& cli, GenConfig& c) {
+  const GenConfig preset = agents_preset();
+  if (!cli.given("--conversations")) c.conversations = preset.conversations;
+  if (!cli.given("--rate")) c.rate = preset.rate;
+  if (!cli.given("--agent-fraction")) c.agent_fraction = preset.agent_fraction;
+  if (!cli.given("--subagent-chance")) c.subagent_chance = preset.subagent_chance;
+  if (!cli.given("--tool-time")) c.tool_time_s = preset.tool_time_s;
+}
+
 void apply_text_flags(const CommandLine& cli, const GenFlags& f, GenConfig& c) {
   const auto dist = [&](const char* flag, const std::string& text, Distribution& field) {
     if (cli.given(flag)) field = Distribution::parse(text, flag);
@@ -114,6 +140,8 @@ void apply_text_flags(const CommandLine& cli, const GenFlags& f, GenConfig& c) {
   dist("--tool-tokens", f.tool_tokens, c.tool_tokens);
   dist("--tool-call-tokens", f.tool_call_tokens, c.tool_call_tokens);
   dist("--tool-time", f.tool_time, c.tool_time_s);
+  dist("--subagents", f.subagents, c.subagents);
+  dist("--subagent-steps", f.subagent_steps, c.subagent_steps);
   if (cli.given("--priorities")) c.priorities = parse_priorities(f.priorities);
 }
 
@@ -125,6 +153,7 @@ int run_gen(std::span<const std::string> argv, std::ostream& out, std::ostream& 
   CommandLine cli("gen", kDescription);
   declare_gen_flags(cli, config, f);
   if (!cli.parse(argv, out)) return kExitOk;  // --help
+  if (f.agents) apply_agents_preset(cli, config);
   apply_text_flags(cli, f, config);
   config.validate();
   if (!cli.given("--out") || f.out == "-") {

@@ -75,7 +75,7 @@ struct ReplayFlags {
   uint64_t page_tokens = kDefaultPageTokens, block_tokens = 0;
   uint64_t capacity_tokens = kDefaultCapacityTokens, cache_bytes = 0, pool_bytes = 0;
   std::string high_watermark, low_watermark;
-  bool json = false, skip_bad = false, no_progress = false, mrc = false;
+  bool json = false, skip_bad = false, no_progress = false, mrc = false, partial_reuse = false;
   std::string metrics_listen;
   double metrics_linger = 0;
   uint64_t jobs = default_jobs();
@@ -145,6 +145,10 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
            "--mrc on");
   cli.real("--metrics-linger", f.metrics_linger, "SECONDS",
            "after the report, keep serving the final metrics this long (default 0)", 0, 86400);
+  cli.flag("--partial-reuse", f.partial_reuse,
+           "cache mode: also reuse the leading tokens of a cached page a prompt matches only in "
+           "part, copying the page (TensorRT-LLM's enable_partial_reuse); reported as "
+           "partial_hit_tokens");
   cli.count("--jobs", f.jobs, "N",
             "replays of a sweep or of several policies run at once, each on its own tree; the "
             "output is the same for every N (default: the machine's cores)",
@@ -244,7 +248,7 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   }
   const bool engine = f.mode != "cache";  // cluster mode runs engines too
   if (engine) {
-    for (const char* flag : {"--sweep", "--plot", "--jobs"}) {
+    for (const char* flag : {"--sweep", "--plot", "--jobs", "--partial-reuse"}) {
       if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
     }
     if (f.policy == kBeladyPolicyName) {
@@ -468,6 +472,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.high_watermark = plan.watermarks[c].high;
         config.low_watermark = plan.watermarks[c].low;
         config.policy = policy;
+        config.partial_reuse = f.partial_reuse;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
         config.remote = remote;  // one cell only: --remote is refused with --sweep
         if (remote != nullptr && f.remote.wait_writes) {

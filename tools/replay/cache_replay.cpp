@@ -90,6 +90,7 @@ class CacheReplayer {
     if (config.miss_ratio_curve) runtime_->start_miss_ratio_curve();
     if (host_) describe_host_tier();
     if (config.remote != nullptr) result_.remote.store = config.remote->describe();
+    if (config.partial_reuse) result_.partial_hit_tokens = 0;
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
   }
@@ -121,7 +122,8 @@ RuntimeConfig CacheReplayer::runtime_config() const {
       .cache_bytes = checked_mul(config_.capacity_pages, config_.layout.bytes_per_page(),
                                  "cache capacity in bytes"),
       .high_watermark = config_.high_watermark,
-      .low_watermark = config_.low_watermark};
+      .low_watermark = config_.low_watermark,
+      .partial_reuse = config_.partial_reuse};
   if (config_.policy_factory) {
     runtime.policy = [this] { return config_.policy_factory(trace_); };
   } else {
@@ -171,6 +173,8 @@ void CacheReplayer::replay_request(std::size_t i) {
                                                 .priority = request.priority,
                                                 .output_tokens = request.output_tokens,
                                                 .request_class = request.request_class,
+                                                .session = request.session,
+                                                .agent = request.agent,
                                                 .mode = AdmitMode::kCacheOnly});
   // Free + evictable pages cover any prompt cut to the pool, the matched ones included.
   if (!admitted.ok()) {
@@ -187,6 +191,7 @@ void CacheReplayer::replay_request(std::size_t i) {
                                  page_tokens_;  // local hits; remote ones were cached as new
   result_.hit_tokens += admitted.reused_tokens;
   result_.remote.hit_tokens += admitted.remote_hit_tokens;
+  if (result_.partial_hit_tokens) *result_.partial_hit_tokens += admitted.partial_hit_tokens;
   result_.inserted_pages += pages - matched_pages;
   result_.uncached_pages += admitted.uncached_pages;
   if (host_) {

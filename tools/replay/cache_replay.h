@@ -73,6 +73,8 @@ struct CacheReplayConfig {
   // Called with each request's index (trace order) before it runs: how an offline policy that
   // knows the future (tools/replay/belady_policy.h) learns where the replay stands.
   std::function<void(std::size_t)> before_request;
+  // Partial-page reuse (RuntimeConfig::partial_reuse): ReplayResult::partial_hit_tokens.
+  bool partial_reuse = false;
   // A host tier under the cache (tools/replay/host_tier.h): off unless its capacity is set.
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned); nullptr: none.

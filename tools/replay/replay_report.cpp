@@ -84,6 +84,14 @@ std::string format_report_text(const ReplayResult& r) {
     line("live curve", fmt::format("LRU hit rate at {} the cache (sampled at {:.3g})", points,
                                    r.mrc->sampling_rate));
   }
+  if (r.partial_hit_tokens) {
+    line("partial hits",
+         fmt::format("{} tokens ({:.2f} % of input tokens) copied from part of "
+                     "a cached page",
+                     group_digits(*r.partial_hit_tokens),
+                     100.0 * static_cast<double>(*r.partial_hit_tokens) /
+                         static_cast<double>(std::max<uint64_t>(r.input_tokens, 1))));
+  }
   out += format_host_tier_text(r);
   if (!r.remote.store.empty()) {
     line("remote tier",
@@ -172,6 +180,7 @@ Json report_json(const ReplayResult& r) {
       {"admit_us", latency_json(r.admit)},
       {"finish_us", latency_json(r.finish)},
   };
+  if (r.partial_hit_tokens) out["partial_hit_tokens"] = *r.partial_hit_tokens;
   add_host_tier_json(out, r);
   if (!r.remote.store.empty()) {
     out["remote"] = r.remote.store;

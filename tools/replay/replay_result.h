@@ -60,7 +60,10 @@ struct ReplayResult {
   // Workload and outcome.
   uint64_t requests = 0;
   uint64_t input_tokens = 0;
-  uint64_t hit_tokens = 0;      // prompt tokens served from the cache
+  uint64_t hit_tokens = 0;  // prompt tokens served from the cache
+  // With partial-page reuse (cache mode, --partial-reuse): of hit_tokens, those copied from part
+  // of a cached page; unset when it is off.
+  std::optional<uint64_t> partial_hit_tokens;
   uint64_t inserted_pages = 0;  // pages newly cached
   uint64_t uncached_pages = 0;  // full pages left out because nothing was evictable
   uint64_t evicted_pages = 0;   // the unit of eviction is the page

@@ -4,7 +4,10 @@
 // {"type": "subagent", "t", "requests": [entry, ...], ...} whose entries' t count from its own t.
 // Sub-agents are flattened onto the session's clock (nesting allowed, kMaxSubagentDepth deep).
 // A request's model is its namespace (KV of one model is of no use to another), its type its
-// class. A session is read with simdjson On-Demand straight from the file's text: no parse tree.
+// class. Each file is one session (TraceRequest::session); a sub-agent's requests carry its number
+// (TraceRequest::agent), 1, 2, ... in the order the sub-agents' entries open in the file, nested
+// ones included; the main agent's are 0. A session is read with simdjson On-Demand straight from
+// the file's text: no parse tree.
 #include <algorithm>
 #include <vector>
 
@@ -28,6 +31,7 @@ struct AgenticRequest {
   uint32_t output = 0;
   uint32_t block_size = 0;
   uint16_t request_class = 0;
+  uint32_t agent = 0;  // 0: the session's main agent; k: its k-th sub-agent
   Namespace ns = 0;
   std::size_t first_id = 0;  // in Sessions::ids
   uint32_t num_ids = 0;
@@ -96,6 +100,7 @@ class SessionReader {
   bool skip_bad_;
   uint32_t block_size_ = 0;
   uint32_t next_index_ = 0;
+  uint32_t next_agent_ = 0;
   LineCounter* lines_ = nullptr;
   uint64_t line_ = 0;  // the line of the latest value located: where a syntax error is reported
 };
@@ -221,6 +226,7 @@ void SessionReader::read_member(std::string_view key, detail::od::value field,
       throw RecordError(fmt::format("sub-agents are nested more than {} deep", kMaxSubagentDepth));
     }
     entry.nested_first = s_.requests.size();
+    entry.request.agent = ++next_agent_;  // numbered where the entry's requests open
     read_entries(field, path + ".requests", depth + 1);
     entry.has_requests = true;
   } else {
@@ -239,6 +245,8 @@ void SessionReader::finish_subagent(const Entry& entry) {
   }
   for (std::size_t r = entry.nested_first; r < s_.requests.size(); ++r) {
     s_.requests[r].t += entry.request.t;
+    // Its own requests; those of sub-agents nested in it have their number already.
+    if (s_.requests[r].agent == 0) s_.requests[r].agent = entry.request.agent;
   }
 }
 
@@ -290,6 +298,8 @@ Trace build_trace(Sessions& sessions, const std::string& source) {
     request.ns = a.ns;
     request.output_tokens = a.output;
     request.request_class = a.request_class;
+    request.session = sessions.builder.session_of(a.file);
+    request.agent = a.agent;
     sessions.builder.add(request, segments);
   }
   requests = {};

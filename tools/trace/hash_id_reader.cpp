@@ -1,6 +1,10 @@
 // Hash-id JSONL (Mooncake, and Qwen/Bailian's from "KVCache Cache in the Wild", ATC'25): one
 // request a line, {"timestamp", "input_length", "output_length", "hash_ids": [...]}, each id a
 // block of block_tokens tokens; Bailian adds chat_id, parent_chat_id, type and turn.
+// A Bailian chat chain is a session: a request whose parent_chat_id names an earlier request's
+// chat_id joins that request's session; any other request starts one (keyed by its own chat_id).
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "tools/trace/json_fields.h"
@@ -15,6 +19,8 @@ namespace {
 struct HashIdRecord {
   TraceRequest request;
   std::string_view type;
+  std::optional<uint64_t> chat_id;
+  int64_t parent_chat_id = -1;
 };
 
 class HashIdReader {
@@ -73,6 +79,7 @@ class HashIdReader {
       left -= length;
     }
     record.request.request_class = builder_.class_of(record.type);
+    if (record.chat_id) record.request.session = session_of(record);
     builder_.add(record.request, segments_);
   }
 
@@ -84,14 +91,26 @@ class HashIdReader {
     }
   }
 
-  // Bailian's fields, checked though only the type is used; anything else is skipped.
+  // The session of the chain: the first chat_id of the chain keys it.
+  uint32_t session_of(const HashIdRecord& record) {
+    uint64_t first = *record.chat_id;
+    if (record.parent_chat_id >= 0) {
+      const auto parent = chain_start_.find(static_cast<uint64_t>(record.parent_chat_id));
+      if (parent != chain_start_.end()) first = parent->second;
+    }
+    chain_start_.emplace(*record.chat_id, first);
+    return builder_.session_of(first);
+  }
+
+  // Bailian's fields; anything else is skipped.
   static void read_optional(std::string_view key, detail::od::value value, HashIdRecord& record) {
     if (key == "type") {
       record.type = detail::string_value(value, "\"type\"");
     } else if (key == "chat_id") {
-      detail::whole_number(value, "\"chat_id\"", 0, UINT64_MAX);
+      record.chat_id = detail::whole_number(value, "\"chat_id\"", 0, UINT64_MAX);
     } else if (key == "parent_chat_id") {
-      detail::signed_whole_number(value, "\"parent_chat_id\"", -1, INT64_MAX);
+      record.parent_chat_id =
+          detail::signed_whole_number(value, "\"parent_chat_id\"", -1, INT64_MAX);
     } else if (key == "turn") {
       detail::whole_number(value, "\"turn\"", 0, UINT64_MAX);
     } else {
@@ -104,6 +123,7 @@ class HashIdReader {
   const double seconds_per_unit_;
   std::vector<uint64_t> ids_;
   std::vector<Segment> segments_;
+  std::unordered_map<uint64_t, uint64_t> chain_start_;  // chat_id -> first chat_id of its chain
 };
 
 }  // namespace

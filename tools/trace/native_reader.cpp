@@ -1,5 +1,5 @@
 // The native format (docs/trace_format.md): an optional header {"radixkv_trace": 1, ...}, then one
-// request a line: id, t, and segs and/or parent; ns, pri, out and kind are optional.
+// request a line: id, t, and segs and/or parent; ns, pri, out, kind, conv and agent are optional.
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -20,6 +20,7 @@ struct NativeRecord {
   bool header = false;
   TraceRequest request;
   std::optional<uint64_t> parent_id;
+  std::optional<uint64_t> conv;  // the session, as the file names it
   std::string_view kind;
   bool has_segs = false;
 };
@@ -106,6 +107,9 @@ class NativeReader {
     }
     detail::require_field(has_id, "id");
     detail::require_field(has_t, "t");
+    if (record.request.agent != 0 && !record.conv) {
+      throw RecordError("\"agent\" names a sub-agent of a session: it needs \"conv\"");
+    }
     if (ids_.find(record.request.id)) {
       throw RecordError(fmt::format("request id {} appears twice", record.request.id));
     }
@@ -116,6 +120,7 @@ class NativeReader {
   void add(NativeRecord&& record) {
     if (record.header) return;
     record.request.request_class = builder_.class_of(record.kind);
+    if (record.conv) record.request.session = builder_.session_of(*record.conv);
     ids_.add(record.request.id, builder_.add(record.request, segments_));
   }
 
@@ -137,6 +142,10 @@ class NativeReader {
       record.has_segs = true;
     } else if (key == "kind") {
       record.kind = detail::string_value(value, "\"kind\"");
+    } else if (key == "conv") {
+      record.conv = detail::whole_number(value, "\"conv\"", 0, kMaxJsonId);
+    } else if (key == "agent") {
+      r.agent = static_cast<uint32_t>(detail::whole_number(value, "\"agent\"", 0, UINT32_MAX));
     } else {
       detail::skip_value(value);
     }

@@ -16,7 +16,12 @@
 // blocks, unique filler). The only trace read from several files, an agentic folder, salts its
 // block ids with the file's position, so ids that are local to a file never meet another file's.
 //
-// Size: a request takes 48 bytes and a segment 16, whatever the source format, and requests live
+// Sessions: a request may belong to a session (an agent's or a user's conversation, as the source
+// names it: an agentic file, a Bailian chat chain, a native "conv") and within it to a sub-agent.
+// TraceBuilder numbers sessions 1, 2, ... in order of first appearance (0: the source names none);
+// a session's main agent is agent 0, its sub-agents 1, 2, ... (docs/trace_format.md).
+//
+// Size: a request takes 56 bytes and a segment 16, whatever the source format, and requests live
 // in a std::deque, whose storage grows block by block without ever copying the requests already
 // read (a vector's doubling would hold the old and the new copy at once). That is what bounds the
 // memory of a replay: a 1 GB generated trace is read into about half a gigabyte.
@@ -103,6 +108,8 @@ struct TraceRequest {
   // The request's type as a small integer (Trace::class_names), passed to eviction policies
   // (AccessHint::request_class); 0 when the source gives none.
   uint16_t request_class = 0;
+  uint32_t session = 0;  // 1, 2, ...: the session it belongs to; 0 when the source names none
+  uint32_t agent = 0;    // within its session: 0 the main agent, k its k-th sub-agent
 };
 
 // Content of a request's answer (output_tokens long): its own, so no other content repeats it.
@@ -121,6 +128,7 @@ struct Trace {
   // Names of the namespaces that come from names in the source (an agentic request's model), by
   // namespace id; empty when namespaces are numbers in the source (native) or absent.
   std::vector<std::string> namespace_names;
+  uint32_t sessions = 0;  // sessions named: requests' session ids are 1..sessions
 
   std::span<const Segment> segments_of(const TraceRequest& request) const {
     return {segments.data() + request.first_segment, request.num_segments};
@@ -154,6 +162,9 @@ class TraceBuilder {
   uint16_t class_of(std::string_view name);
   // The namespace named `name`, added to Trace::namespace_names on first use (ids from 0).
   Namespace namespace_of(std::string_view name);
+  // The session the source calls `key` (numbered from 1 on first use; Trace::sessions counts
+  // them). Throws std::invalid_argument past 2^32 - 1 sessions.
+  uint32_t session_of(uint64_t key);
 
  private:
   // Looked up by string_view without making a string (every record names its class).
@@ -166,6 +177,7 @@ class TraceBuilder {
   Trace& trace_;
   NameMap<uint16_t> classes_;
   NameMap<Namespace> namespaces_;
+  std::unordered_map<uint64_t, uint32_t> sessions_;
 };
 
 // Expands prompts into token ids, reusing its buffers: one request at a time, never the whole

@@ -25,6 +25,7 @@ struct GenRequest {
   uint32_t parent = kNoRequest;  // index in generation order
   std::vector<Segment> segs;     // here key = content id as written in the file
   uint32_t out = 0;
+  uint32_t agent = 0;  // 0: the conversation's main agent; k: its k-th sub-agent
   const char* kind = "chat";
 };
 
@@ -39,6 +40,7 @@ struct StoredRequest {
   uint32_t num_segs = 0;
   uint32_t out = 0;
   uint64_t input = 0;  // prompt tokens: parent's input and answer, then own segments
+  uint32_t agent = 0;
   const char* kind = "chat";
 };
 
@@ -109,6 +111,7 @@ class Generator {
     stored.first_seg = out_.segs.size();
     stored.num_segs = static_cast<uint32_t>(request.segs.size());
     stored.out = request.out;
+    stored.agent = request.agent;
     stored.kind = request.kind;
     out_.segs.insert(out_.segs.end(), request.segs.begin(), request.segs.end());
     out_.requests.push_back(stored);
@@ -117,7 +120,7 @@ class Generator {
 
   // What replay cannot read is refused here, naming the flags that made it.
   void check_limits(const GenRequest& request, uint64_t input) const {
-    const bool agent = std::string_view(request.kind) == "agent";
+    const bool agent = std::string_view(request.kind) != "chat";
     if (request.out > kMaxInputTokens) {
       throw UsageError(fmt::format(
           "{}: an answer of {} tokens is more than the {} tokens replay reads",
@@ -184,20 +187,50 @@ class Generator {
 
   void agent(uint64_t c, uint64_t ns, int32_t priority, double t) {
     const uint64_t system = pick_system_prompt();
-    GenRequest first = base(c, ns, priority, t, "agent");
+    uint32_t subagents = 0;  // started so far in this conversation
+    agent_loop(base(c, ns, priority, t, "agent"), system, config_.agent_steps, &subagents);
+  }
+
+  // An agent's loop: its first request (system prompt and a task), then tool steps (their number
+  // drawn from `steps` after the first request); the main agent's may start sub-agents
+  // (`subagents` numbers them). Returns its last request.
+  uint32_t agent_loop(GenRequest first, uint64_t system, const Distribution& steps,
+                      uint32_t* subagents) {
+    const uint64_t c = first.conversation, ns = first.ns;
+    const int32_t priority = first.priority;
+    const uint32_t agent = first.agent;
     first.segs.push_back({system, system_lengths_[system]});
     first.segs.push_back(fresh(config_.message_tokens.sample_count(rng_, 1)));
     first.out = config_.tool_call_tokens.sample_count(rng_, 1);
     uint32_t last = add(std::move(first));
-    const uint32_t steps = config_.agent_steps.sample_count(rng_, 0);
-    for (uint32_t s = 0; s < steps; ++s) {
+    const uint32_t step_count = steps.sample_count(rng_, 0);
+    for (uint32_t s = 0; s < step_count; ++s) {
       GenRequest r =
           base(c, ns, priority, out_.requests[last].t + config_.tool_time_s.sample(rng_), "agent");
       r.parent = last;
-      r.segs.push_back(fresh(config_.tool_tokens.sample_count(rng_, 1)));
+      r.agent = agent;
+      if (agent == 0 && config_.subagent_chance > 0 && rng_.chance(config_.subagent_chance)) {
+        // Sub-agents instead of a tool: each one's result is a tool result of this step, which
+        // arrives a tool time after the last of them ends.
+        const uint32_t count = config_.subagents.sample_count(rng_, 1);
+        double done = out_.requests[last].t;
+        for (uint32_t k = 0; k < count; ++k) {
+          GenRequest task = base(c, ns, priority, r.t, "subagent");
+          task.agent = ++*subagents;
+          const uint32_t end =
+              agent_loop(std::move(task), system, config_.subagent_steps, subagents);
+          done = std::max(done, out_.requests[end].t);
+          r.segs.push_back(fresh(config_.tool_tokens.sample_count(rng_, 1)));
+        }
+        r.t = done + config_.tool_time_s.sample(rng_);
+      } else {
+        r.segs.push_back(fresh(config_.tool_tokens.sample_count(rng_, 1)));
+      }
+      r.kind = out_.requests[last].kind;
       r.out = config_.tool_call_tokens.sample_count(rng_, 1);
       last = add(std::move(r));
     }
+    return last;
   }
 
   const GenConfig& config_;
@@ -237,6 +270,20 @@ void GenConfig::validate() const {
   // Turns and agent steps accumulate context: keep every prompt far below kMaxInputTokens.
   require(turns.mean() <= 1000, "--turns", "a mean above 1000 turns is not a conversation");
   require(agent_steps.mean() <= 10000, "--agent-steps", "a mean above 10000 steps is too many");
+  require(subagent_chance >= 0 && subagent_chance <= 1, "--subagent-chance", "must lie in [0, 1]");
+  require(subagents.mean() <= 64, "--subagents", "a mean above 64 sub-agents a step is too many");
+  require(subagent_steps.mean() <= 10000, "--subagent-steps",
+          "a mean above 10000 steps is too many");
+}
+
+GenConfig agents_preset() {
+  GenConfig config;
+  config.conversations = 400;
+  config.rate = 2;
+  config.agent_fraction = 1;
+  config.subagent_chance = 0.15;
+  config.tool_time_s = Distribution::parse("lognormal:6:1.0", "--tool-time");
+  return config;
 }
 
 namespace {
@@ -287,8 +334,9 @@ void write_native(const GenConfig& config, std::ostream& out) {
       const Segment& seg = generated.segs[r.first_seg + s];
       fmt::format_to(it, "{}[{},{}]", s ? "," : "", seg.key, seg.length);
     }
-    fmt::format_to(it, "],\"out\":{},\"kind\":\"{}\",\"conv\":{}}}\n", r.out, r.kind,
-                   r.conversation);
+    fmt::format_to(it, "],\"out\":{},\"kind\":\"{}\",\"conv\":{}", r.out, r.kind, r.conversation);
+    if (r.agent != 0) fmt::format_to(it, ",\"agent\":{}", r.agent);
+    fmt::format_to(it, "}}\n");
     if (text.size() >= (1u << 20)) {  // written in pieces: the text is never held whole
       out.write(text.data(), static_cast<std::streamsize>(text.size()));
       text.clear();
@@ -322,6 +370,8 @@ Trace generate_trace(const GenConfig& config, std::string source) {
     request.output_tokens = r.out;
     request.parent = r.parent == kNoRequest ? kNoParent : sorted.id_of[r.parent];
     request.request_class = builder.class_of(r.kind);
+    request.session = builder.session_of(r.conversation);
+    request.agent = r.agent;
     segments.clear();
     for (uint32_t s = 0; s < r.num_segs; ++s) {
       const Segment& seg = sorted.generated.segs[r.first_seg + s];

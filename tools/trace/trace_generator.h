@@ -10,7 +10,16 @@
 //     with probability `edit` the user edits an earlier turn (same history up to it, a new
 //     message). The conversation continues from the new branch.
 //   - A fraction `agent_fraction` of conversations are agent loops: a task, then `agent_steps`
-//     steps, each adding a short tool call (the answer) and a long tool result to the context.
+//     steps, each adding a short tool call (the answer) and a long tool result to the context,
+//     arriving a tool time after the step before.
+//   - Sub-agents: with probability `subagent_chance` an agent step starts `subagents` sub-agents
+//     at once instead of a tool. Each opens with its agent's system prompt and a task of its own,
+//     runs `subagent_steps` tool steps, and its result (a tool result) joins the agent's context
+//     once the last sub-agent is done. A conversation is a session (written as "conv"); its
+//     sub-agents are numbered 1, 2, ... in the order they start ("agent", absent for the main
+//     agent).
+// `agents_preset()` is `radixkv gen --agents`: agent sessions only, with sub-agents and
+// heavy-tailed tool times, well over 100 of them running at once.
 // Deterministic: the same config (seed included) gives the same bytes, on any machine.
 //
 // What it writes, `radixkv replay` reads: a configuration whose trace would break a reader's limit
@@ -52,12 +61,21 @@ struct GenConfig {
   Distribution tool_tokens = Distribution::parse("lognormal:600:1.0", "--tool-tokens");
   Distribution tool_call_tokens = Distribution::parse("lognormal:60:0.5", "--tool-call-tokens");
   Distribution tool_time_s = Distribution::parse("exp:2", "--tool-time");
+  double subagent_chance = 0.0;
+  Distribution subagents = Distribution::parse("uniform:1:3", "--subagents");
+  Distribution subagent_steps = Distribution::parse("uniform:2:8", "--subagent-steps");
   uint64_t namespaces = 1;
   std::vector<int32_t> priorities = {kDefaultPriority};
 
   // Throws UsageError naming the flag of the first impossible field.
   void validate() const;
 };
+
+// `radixkv gen --agents`: every conversation an agent session (400 of them, 2 starting a second),
+// a step starting sub-agents with probability 0.15, tool times lognormal with mean 6 s and
+// sigma 1. Steps take 14 tool times on average, so about 2 * 14 * 6 = 168 sessions run at once
+// (Little's law) once the first ones have ended.
+GenConfig agents_preset();
 
 // The trace as native JSONL: a header line, then one request a line in arrival order. Throws
 // UsageError (nothing written) for a configuration replay could not read.
