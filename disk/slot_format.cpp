@@ -33,12 +33,12 @@ T get_le(std::span<const std::byte> in, std::size_t at) {
   return static_cast<T>(value);
 }
 
-// XXH3-64 of the header's bytes [0, 88) and the tokens.
-uint64_t header_checksum(std::span<const std::byte> head, const SlotGeometry& geometry) {
+// XXH3-64 of the header's bytes [0, 88) and `page_tokens` tokens.
+uint64_t header_checksum(std::span<const std::byte> head, uint32_t page_tokens) {
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, head.data(), kHeaderChecksumAt);
-  XXH3_64bits_update(&state, head.data() + kSlotHeaderBytes, std::size_t{4} * geometry.page_tokens);
+  XXH3_64bits_update(&state, head.data() + kSlotHeaderBytes, std::size_t{4} * page_tokens);
   return XXH3_64bits_digest(&state);
 }
 
@@ -104,7 +104,7 @@ void encode_slot(std::span<std::byte> slot, const SlotGeometry& geometry, SlotHe
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     put_le<uint32_t>(slot, kSlotHeaderBytes + 4 * i, static_cast<uint32_t>(tokens[i]));
   }
-  put_le<uint64_t>(slot, kHeaderChecksumAt, header_checksum(slot, geometry));
+  put_le<uint64_t>(slot, kHeaderChecksumAt, header_checksum(slot, geometry.page_tokens));
 }
 
 SlotCheck check_slot_head(std::span<const std::byte> head, uint64_t layout,
@@ -116,15 +116,15 @@ SlotCheck check_slot_head(std::span<const std::byte> head, uint64_t layout,
     return zero ? SlotCheck::kEmpty : SlotCheck::kMagic;
   }
   if (get_le<uint16_t>(head, 4) != kSlotFormatVersion) return SlotCheck::kVersion;
-  // The checksum before any other field: a torn header says nothing reliable.
-  if (get_le<uint32_t>(head, 56) != geometry.page_tokens ||
-      get_le<uint64_t>(head, 64) != geometry.payload_bytes) {
-    return get_le<uint64_t>(head, kHeaderChecksumAt) == header_checksum(head, geometry)
-               ? SlotCheck::kGeometry
-               : SlotCheck::kHeaderChecksum;
-  }
-  if (get_le<uint64_t>(head, kHeaderChecksumAt) != header_checksum(head, geometry)) {
+  // The checksum before any other field: a torn header says nothing reliable. It covers as many
+  // tokens as the header says, if the head holds them.
+  const uint32_t page_tokens = get_le<uint32_t>(head, 56);
+  if (kSlotHeaderBytes + uint64_t{4} * page_tokens > head.size() ||
+      get_le<uint64_t>(head, kHeaderChecksumAt) != header_checksum(head, page_tokens)) {
     return SlotCheck::kHeaderChecksum;
+  }
+  if (page_tokens != geometry.page_tokens || get_le<uint64_t>(head, 64) != geometry.payload_bytes) {
+    return SlotCheck::kGeometry;
   }
   if (get_le<uint64_t>(head, 8) != layout) return SlotCheck::kLayout;
   header.layout = layout;
