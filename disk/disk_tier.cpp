@@ -277,6 +277,7 @@ bool DiskTier::write(const TreePage& page) try {
     return false;
   }
   const uint32_t buffer = acquire_buffer();
+  if (index_.free_slots() == 0) reap(0);  // writes done: their pages may be evicted now
   SlotId slot = index_.take(parent);
   if (slot == kNoSlot && !writing_.empty()) {  // every slot busy: wait for the writes
     io_->submit();
