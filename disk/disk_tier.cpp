@@ -377,69 +377,77 @@ uint32_t DiskTier::load(const PageHash& parent, std::span<const PageHash> hashes
   return loaded;
 }
 
+// Reads the run through a window of `queue_pages` buffers: page i in buffer i mod window, the
+// reads of the pages ahead in flight while each page, in order, is checked and copied out; one
+// more read is queued per page done. A page that fails ends the run once the reads in flight are
+// back (their buffers are reused by the next call).
 uint32_t DiskTier::load_run(const PageHash& parent, std::span<const PageHash> hashes,
                             std::span<const TokenId> tokens, PagePool& pool,
                             std::span<const PageId> pages, uint32_t run) {
   const std::size_t page_tokens = geometry_.page_tokens;
-  const std::size_t batch = config_.queue_pages;
-  while (read_buffers_.size() < std::min<std::size_t>(batch, run)) {
-    read_buffers_.emplace_back(geometry_.slot_bytes());
-  }
+  const uint32_t window = std::min<uint32_t>(config_.queue_pages, run);
+  while (read_buffers_.size() < window) read_buffers_.emplace_back(geometry_.slot_bytes());
+  reads_.assign(window, ReadSlot{});
   const bool has_bytes = pool.backend().storage() == StorageKind::kHost;
-  uint32_t loaded = 0;
-  for (uint32_t first = 0; first < run; first += static_cast<uint32_t>(batch)) {
-    const auto n = static_cast<uint32_t>(std::min<std::size_t>(batch, run - first));
-    reads_.assign(n, ReadSlot{});
-    std::size_t queued = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-      ReadSlot& r = reads_[i];
-      r.slot = index_.find(hashes[first + i]);
+  uint32_t loaded = 0;     // pages checked and copied out
+  uint32_t queued = 0;     // pages whose read was queued (or taken from a write's buffer)
+  uint32_t in_flight = 0;  // reads not yet back
+  const auto queue_ahead = [&] {
+    for (; queued < run && queued - loaded < window; ++queued) {
+      const uint32_t b = queued % window;
+      ReadSlot& r = reads_[b];
+      r = {index_.find(hashes[queued]), 0, false};
       if (const auto w = writing_.find(r.slot); w != writing_.end()) {
-        // Still being written: its bytes are in the write's buffer, which goes back when it
-        // completes (maybe while this batch is read), so they are taken now.
-        std::memcpy(read_buffers_[i].bytes().data(), write_buffers_[w->second].bytes().data(),
+        // Still being written: its bytes are in the write's buffer, which goes back when the
+        // write completes (maybe during this load), so they are taken now.
+        std::memcpy(read_buffers_[b].bytes().data(), write_buffers_[w->second].bytes().data(),
                     geometry_.slot_bytes());
-        r.result = static_cast<int64_t>(geometry_.slot_bytes());
-        r.done = true;
+        r = {r.slot, static_cast<int64_t>(geometry_.slot_bytes()), true};
         continue;
       }
-      io_->queue_read(read_buffers_[i].bytes(), file_->offset(r.slot), kReadTag | i);
-      ++queued;
+      io_->queue_read(read_buffers_[b].bytes(), file_->offset(r.slot), kReadTag | b);
+      ++in_flight;
     }
     io_->submit();
     unsubmitted_ = 0;
-    while (queued > 0) {
-      completions_.clear();
-      io_->reap(1, completions_);
-      for (const IoCompletion& c : completions_) {
-        if ((c.tag & ~kTagIndex) == kReadTag) --queued;
-        complete(c);
-      }
+  };
+  const auto reap_one = [&] {
+    completions_.clear();
+    io_->reap(1, completions_);
+    for (const IoCompletion& c : completions_) {
+      if ((c.tag & ~kTagIndex) == kReadTag) --in_flight;
+      complete(c);
     }
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t at = first + i;
-      const SlotId slot = reads_[i].slot;
-      if (reads_[i].result != static_cast<int64_t>(geometry_.slot_bytes())) {
-        ++stats_.read_errors;
-        return loaded;
-      }
-      const std::span<const std::byte> bytes = read_buffers_[i].bytes();
-      stats_.read_bytes += bytes.size();
-      const PageHash& expected_parent = at == 0 ? parent : hashes[at - 1];
-      if (!check_loaded(bytes, hashes[at], expected_parent,
-                        tokens.subspan(at * page_tokens, page_tokens))) {
-        ++stats_.bad_pages;
-        index_.remove(slot);
-        index_.reclaim_below(hashes[at]);
-        return loaded;
-      }
-      if (has_bytes) {
-        const std::span<const std::byte> payload = slot_payload(bytes, geometry_);
-        std::memcpy(pool.host_bytes(pages[at]).data(), payload.data(), payload.size());
-      }
-      index_.touch(slot);
-      ++loaded;
+  };
+  const auto end_run = [&] {
+    while (in_flight > 0) reap_one();
+    return loaded;
+  };
+  queue_ahead();
+  while (loaded < run) {
+    ReadSlot& r = reads_[loaded % window];
+    while (!r.done) reap_one();
+    if (r.result != static_cast<int64_t>(geometry_.slot_bytes())) {
+      ++stats_.read_errors;
+      return end_run();
     }
+    const std::span<const std::byte> bytes = read_buffers_[loaded % window].bytes();
+    stats_.read_bytes += bytes.size();
+    const PageHash& expected_parent = loaded == 0 ? parent : hashes[loaded - 1];
+    if (!check_loaded(bytes, hashes[loaded], expected_parent,
+                      tokens.subspan(loaded * page_tokens, page_tokens))) {
+      ++stats_.bad_pages;
+      index_.remove(r.slot);
+      index_.reclaim_below(hashes[loaded]);
+      return end_run();
+    }
+    if (has_bytes) {
+      const std::span<const std::byte> payload = slot_payload(bytes, geometry_);
+      std::memcpy(pool.host_bytes(pages[loaded]).data(), payload.data(), payload.size());
+    }
+    index_.touch(r.slot);
+    ++loaded;
+    queue_ahead();
   }
   return loaded;
 }
