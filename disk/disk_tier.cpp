@@ -33,14 +33,31 @@ uint32_t slots_of(const DiskTierConfig& config, const SlotGeometry& geometry) {
                            ? (config.capacity_bytes - SlotFile::kManifestBytes) / slot
                            : 0;
   if (fit == 0) {
-    throw std::invalid_argument(
-        fmt::format("disk tier: a capacity of {} bytes holds no page: a slot takes {} bytes "
-                    "(header, {} tokens, "
-                    "{} payload bytes, in 4 KiB blocks) and the manifest {}",
-                    config.capacity_bytes, slot, geometry.page_tokens, geometry.payload_bytes,
-                    SlotFile::kManifestBytes));
+    throw std::invalid_argument(fmt::format(
+        "disk tier: a capacity of {} bytes holds no page: a slot takes {} bytes (header, {} tokens "
+        "and {} payload bytes in 4 KiB blocks), the manifest {}",
+        config.capacity_bytes, slot, geometry.page_tokens, geometry.payload_bytes,
+        SlotFile::kManifestBytes));
   }
-  return static_cast<uint32_t>(std::min<uint64_t>(fit, kNoSlot - 1));
+  if (fit >= kNoSlot) {
+    throw std::invalid_argument(fmt::format(
+        "disk tier: a capacity of {} bytes makes {} slots of {} bytes; at most {} (larger pages, "
+        "or a smaller capacity)",
+        config.capacity_bytes, fit, slot, kNoSlot - 1));
+  }
+  return static_cast<uint32_t>(fit);
+}
+
+// The index of `slots` slots; out of memory is an error that says how much it needed.
+DiskIndex make_index(uint32_t slots, const std::string& policy) {
+  try {
+    return DiskIndex(slots, make_policy(policy));
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  throw std::runtime_error(fmt::format(
+      "disk tier: out of memory for the index of {} slots (about {} bytes of host memory)", slots,
+      uint64_t{slots} * (sizeof(DiskIndex::Slot) + 64)));
 }
 
 void check_config(const DiskTierConfig& config) {
@@ -78,7 +95,7 @@ DiskTier::DiskTier(DiskTierConfig config, TierEvents* next)
       write_policy_(WritePolicy::parse(config_.write_policy)),
       layout_id_(kv_layout_id(config_.layout, config_.model)),
       geometry_(geometry_of(config_)),
-      index_(slots_of(config_, geometry_), make_policy(config_.policy)) {
+      index_(make_index(slots_of(config_, geometry_), config_.policy)) {
   file_ = std::make_unique<SlotFile>(SlotFileSpec{config_.path, config_.layout, config_.model,
                                                   layout_id_, geometry_, index_.slots(),
                                                   config_.direct});
@@ -115,7 +132,7 @@ std::string DiskTier::describe() const {
   return text + ")";
 }
 
-// Reads the head of every slot, in batches, and indexes the pages that check out.
+// Reads the head of every slot the file held, in batches, and indexes the pages that check out.
 void DiskTier::recover() {
   const auto start = std::chrono::steady_clock::now();
   std::vector<AlignedBuffer> heads;
@@ -137,8 +154,9 @@ void DiskTier::scan_heads(std::vector<AlignedBuffer>& heads, std::vector<DiskInd
                           uint64_t& bad) {
   const std::size_t batch = heads.size();
   std::vector<int64_t> results(batch);
-  for (SlotId first = 0; first < index_.slots(); first += static_cast<SlotId>(batch)) {
-    const auto n = static_cast<SlotId>(std::min<uint64_t>(batch, index_.slots() - first));
+  const SlotId slots = file_->existing_slots();  // slots new to the file are empty
+  for (SlotId first = 0; first < slots; first += static_cast<SlotId>(batch)) {
+    const auto n = static_cast<SlotId>(std::min<uint64_t>(batch, slots - first));
     for (SlotId i = 0; i < n; ++i) {
       io_->queue_read(heads[i].bytes(), file_->offset(first + i), kReadTag | i);
     }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <map>
@@ -192,6 +193,7 @@ void SlotFile::open_slots(const SlotFileSpec& spec) {
   if (::fstat(fd_, &st) != 0) fail_errno(errno, "cannot stat " + slots_path_);
   const uint64_t want = uint64_t{spec.slots} * slot_bytes_;
   const auto have = static_cast<uint64_t>(st.st_size);
+  existing_slots_ = static_cast<uint32_t>(std::min<uint64_t>(have / slot_bytes_, spec.slots));
   if (have > want && ::ftruncate(fd_, static_cast<off_t>(want)) != 0) {
     fail_errno(errno, "cannot cut " + slots_path_);
   }

@@ -49,6 +49,8 @@ class SlotFile {
   int fd() const { return fd_; }
   bool direct() const { return direct_; }
   bool created() const { return created_; }  // the manifest was written by this open
+  // Slots the file held before this open (the rest are new, all zero): what recovery reads.
+  uint32_t existing_slots() const { return existing_slots_; }
   uint64_t offset(uint32_t slot) const { return uint64_t{slot} * slot_bytes_; }
   const std::string& slots_path() const { return slots_path_; }
 
@@ -62,6 +64,7 @@ class SlotFile {
   int fd_ = -1;
   bool direct_ = false;
   bool created_ = false;
+  uint32_t existing_slots_ = 0;
   uint64_t slot_bytes_ = 0;
 };
 

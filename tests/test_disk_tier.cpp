@@ -161,6 +161,34 @@ TEST_CASE("disk tier: a restart serves every page at once, and a second process 
   CHECK(tier.stats().written_pages == 3);
 }
 
+TEST_CASE("disk tier: a restart with another capacity cuts or grows the file to it") {
+  const std::string dir = testing::disk_dir("capacity");
+  PagePool pool(kLayout, 64, make_host_backend());
+  const PagePath a = PagePath::counting(0, 12, P);
+  {
+    DiskTier tier(config_for(dir, 16));
+    tier.attach_pools(&pool, nullptr);
+    testing::feed_pages(tier, pool, a, 0, 12);  // slots 0..11: the last page first
+  }
+  {
+    DiskTier tier(config_for(dir, 6));  // slots 0..5 stay: pages 11 down to 6, without a root
+    CHECK(tier.stats().slots == 6);
+    CHECK(testing::disk_bytes(dir) <= config_for(dir, 6).capacity_bytes);
+    CHECK(tier.stats().recovered_pages == 0);
+    CHECK(tier.stats().unreachable == 6);
+    tier.attach_pools(&pool, nullptr);
+    testing::feed_pages(tier, pool, a, 0, 3);
+  }
+  DiskTier tier(config_for(dir, 40));
+  CHECK(tier.stats().slots == 40);
+  CHECK(testing::disk_bytes(dir) == config_for(dir, 40).capacity_bytes);
+  CHECK(tier.stats().recovered_pages == 3);
+  uint64_t wrong = 0;
+  tier.attach_pools(&pool, nullptr);
+  CHECK(testing::load_pages(tier, pool, a, 0, 12, &wrong) == 3);
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("disk tier: another layout, page size or model on a path is refused, the path kept") {
   const std::string dir = testing::disk_dir("layout");
   PagePool pool(kLayout, 16, make_host_backend());
