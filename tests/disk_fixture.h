@@ -85,6 +85,12 @@ struct PagePath {
   PageHash seed;  // the namespace's root: the first page's parent
 };
 
+// Tells `tier` that page i of `path`, whose bytes are in `page` of the device pool, leaves the trie
+// (TierEvents::dropping).
+inline void drop_page(disk::DiskTier& tier, const PagePath& path, uint32_t i, PageId page) {
+  tier.dropping({Tier::kDevice, path.hashes[i], path.parent(i), path.page_tokens_of(i), page});
+}
+
 // Tells `tier` what the tree tells it when pages [first, first + count) of `path` are cached on
 // the device (stored, then inserted) and, with `drop`, leave the trie again (dropping, removed),
 // then ends the call (flush). The pages' bytes are fill_page()'s, in pages of `pool`.
@@ -108,8 +114,7 @@ inline void feed_pages(disk::DiskTier& tier, PagePool& pool, const PagePath& pat
   if (drop) {
     // As eviction does: the tail first, one page at a time.
     for (uint32_t i = count; i-- > 0;) {
-      tier.dropping({Tier::kDevice, path.hashes[first + i], path.parent(first + i),
-                     path.page_tokens_of(first + i), pages[i]});
+      drop_page(tier, path, first + i, pages[i]);
       tier.removed(Tier::kDevice, std::span(path.hashes).subspan(first + i, 1));
     }
   }

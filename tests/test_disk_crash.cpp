@@ -11,6 +11,7 @@
 //   RADIXKV_DISK_CRASH_KILLS=60 build/tests/test_disk_crash).
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,19 +42,33 @@ int kills() {
   return env != nullptr ? std::max(1, std::atoi(env)) : 8;
 }
 
-// Runs `body` in a child process, kills it with SIGKILL after `delay`, and reaps it. The child
-// never returns into the test (it ends by the signal, or _exit when its body fails or ends).
-void run_and_kill(const std::function<void()>& body, std::chrono::microseconds delay) {
+// Runs `body` in a child process and kills it with SIGKILL `delay` after the child has said it is
+// writing (body calls its argument once it has written something: so a slow, loaded machine
+// still kills the child while it writes, not while it starts), then reaps it. The child never
+// returns into the test (it ends by the signal, or _exit when its body fails or ends).
+void run_and_kill(const std::function<void(const std::function<void()>&)>& body,
+                  std::chrono::microseconds delay) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    ::close(ready[0]);
+    bool said = false;
+    const auto writing = [&] {
+      if (!said && ::write(ready[1], "w", 1) == 1) said = true;
+    };
     try {
-      body();
+      body(writing);
     } catch (...) {
       ::_exit(3);
     }
     ::_exit(0);
   }
+  ::close(ready[1]);
+  pollfd wait_for{ready[0], POLLIN, 0};
+  CHECK_MESSAGE(::poll(&wait_for, 1, 60000) == 1, "the child never started writing");
+  ::close(ready[0]);
   std::this_thread::sleep_for(delay);
   ::kill(pid, SIGKILL);
   int status = 0;
@@ -97,7 +112,8 @@ PagePath writer_path(std::mt19937_64& rng) {
   return {static_cast<Namespace>(family % 3), std::move(tokens), 16};
 }
 
-void writer(const std::string& dir, WriterIo io, uint64_t seed) {
+void writer(const std::string& dir, WriterIo io, uint64_t seed,
+            const std::function<void()>& writing) {
   DiskTier tier(big_config(dir, io));
   PagePool pool(kBig, 16, make_host_backend());
   tier.attach_pools(&pool, nullptr);
@@ -105,6 +121,7 @@ void writer(const std::string& dir, WriterIo io, uint64_t seed) {
   for (;;) {
     const PagePath path = writer_path(rng);
     testing::feed_pages(tier, pool, path, 0, path.pages());
+    writing();
   }
 }
 
@@ -159,8 +176,9 @@ TEST_CASE("disk crash: a writer killed at random points, restarted, serves only 
     uint64_t served = 0;
     uint64_t torn = 0;
     for (int k = 0; k < kills(); ++k) {
-      const auto delay = std::chrono::microseconds(10000 + rng() % 60000);
-      run_and_kill([&] { writer(dir, io, 100 + uint64_t(k)); }, delay);
+      const auto delay = std::chrono::microseconds(rng() % 20000);
+      run_and_kill([&](const auto& writing) { writer(dir, io, 100 + uint64_t(k), writing); },
+                   delay);
       served += check_after_kill(dir, io, torn);
     }
     MESSAGE(mode << ": " << kills() << " kills, " << served << " pages served, " << torn
@@ -194,8 +212,11 @@ DiskTierConfig tiny_config(const std::string& dir, const testing::TinyTransforme
   return c;
 }
 
-std::vector<testing::TurnLog> run_turns(DiskTier& tier, const testing::TinyTransformer& model,
-                                        const std::vector<std::vector<TokenId>>& prompts) {
+// Runs the prompts through a runtime on `tier`; `turn_done` after each turn.
+std::vector<testing::TurnLog> run_turns(
+    DiskTier& tier, const testing::TinyTransformer& model,
+    const std::vector<std::vector<TokenId>>& prompts,
+    const std::function<void()>& turn_done = [] {}) {
   PagePool pool(model.kv_layout(kTinyPage), 64, make_host_backend());
   TierConfig tiers;
   tiers.remote = &tier;
@@ -206,6 +227,7 @@ std::vector<testing::TurnLog> run_turns(DiskTier& tier, const testing::TinyTrans
     while (turn.step()) {
     }
     logs.push_back(turn.log());
+    turn_done();
   }
   return logs;
 }
@@ -221,12 +243,13 @@ TEST_CASE(
   uint64_t rows = 0;
   for (int k = 0; k < kills(); ++k) {
     const uint64_t seed = 1 + rng() % 4;  // conversations another kill wrote too, now and then
-    const auto delay = std::chrono::microseconds(3000 + rng() % 40000);
+    const auto delay = std::chrono::microseconds(rng() % 20000);
     run_and_kill(
-        [&] {
+        [&](const auto& writing) {
           DiskTier tier(tiny_config(dir, model));
-          for (uint64_t round = 0;; ++round)
-            run_turns(tier, model, conversations(seed + round, 12));
+          for (uint64_t round = 0;; ++round) {
+            run_turns(tier, model, conversations(seed + round, 12), writing);
+          }
         },
         delay);
     DiskTier tier(tiny_config(dir, model));

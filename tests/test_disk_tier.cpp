@@ -113,8 +113,7 @@ TEST_CASE("disk tier: a page still being written is served from its buffer") {
   tier.stored(Tier::kDevice, 0, std::nullopt, path.hashes, path.tokens);
   for (uint32_t i = 6; i-- > 0;) {
     testing::fill_page(path.hashes[i], pool.host_bytes(pages[i]));
-    tier.dropping(
-        {Tier::kDevice, path.hashes[i], path.parent(i), path.page_tokens_of(i), pages[i]});
+    testing::drop_page(tier, path, i, pages[i]);
   }
   // The pool pages are reused at once (the tier copied the bytes when the page was dropped).
   for (PageId p : pages) std::memset(pool.host_bytes(p).data(), 0, pool.bytes_per_page());
@@ -357,70 +356,59 @@ TEST_CASE("disk tier: a slot torn by a crash (a new head over the old payload) i
   CHECK_FALSE(tier.holds(b.hashes[3]));
 }
 
-TEST_CASE("disk tier: the prefix rule: no page kept after its parent left every tier") {
+TEST_CASE("disk tier: the prefix rule: no page kept after its parent left every tier unwritten") {
   PagePool pool(kLayout, 64, make_host_backend());
   const PagePath path = PagePath::counting(0, 5, P);
 
+  // write_through_selective:hits=2: only pages that entered the device twice are written. Pages
+  // 0 to 4 are cached, and 2 to 4 enter the device again.
+  DiskTier tier(config_for(testing::disk_dir("rule"), 64, "write_through_selective:hits=2"));
+  tier.attach_pools(&pool, nullptr);
+  testing::feed_pages(tier, pool, path, 0, 5, /*drop=*/false);
+  tier.stored(Tier::kDevice, 0, path.hashes[1], std::span(path.hashes).subspan(2), {});
+  std::vector<PageId> pages;
+  REQUIRE(pool.allocate(5, pages));
+
   SUBCASE("a parent that leaves the trie unwritten takes the pages below it on disk") {
-    // write_through_selective:hits=2: only pages that entered the device twice are written.
-    DiskTier tier(config_for(testing::disk_dir("rule"), 64, "write_through_selective:hits=2"));
-    tier.attach_pools(&pool, nullptr);
-    testing::feed_pages(tier, pool, path, 0, 5, /*drop=*/false);
-    tier.stored(Tier::kDevice, 0, path.hashes[1], std::span(path.hashes).subspan(2), {});
-    // Pages 4, 3, 2 (twice on the device) are written as they leave; 1 is not, and takes them.
-    std::vector<PageId> pages;
-    REQUIRE(pool.allocate(5, pages));
-    for (uint32_t i = 5; i-- > 2;) {
-      tier.dropping(
-          {Tier::kDevice, path.hashes[i], path.parent(i), path.page_tokens_of(i), pages[i]});
-    }
+    // Pages 4, 3, 2 are written as they leave; 1 is not, and takes them.
+    for (uint32_t i = 5; i-- > 2;) testing::drop_page(tier, path, i, pages[i]);
     CHECK(tier.holds(path.hashes[2]));
     CHECK(tier.holds(path.hashes[4]));
-    tier.dropping(
-        {Tier::kDevice, path.hashes[1], path.parent(1), path.page_tokens_of(1), pages[1]});
+    testing::drop_page(tier, path, 1, pages[1]);
     for (uint32_t i = 1; i < 5; ++i) CHECK_FALSE(tier.holds(path.hashes[i]));
     CHECK(tier.stats().unreachable == 3);
-    tier.dropping(
-        {Tier::kDevice, path.hashes[0], path.parent(0), path.page_tokens_of(0), pages[0]});
+    testing::drop_page(tier, path, 0, pages[0]);
     tier.flush();
-    pool.release(pages);
     tier.verify(testing::no_trie_pages);
     CHECK(tier.stats().skipped_writes == 2);  // pages 1 and 0
   }
   SUBCASE("in parent-first order, a child of a lost parent is not written at all") {
-    DiskTier tier(config_for(testing::disk_dir("rule"), 64, "write_through_selective:hits=2"));
-    tier.attach_pools(&pool, nullptr);
-    testing::feed_pages(tier, pool, path, 0, 5, /*drop=*/false);
-    tier.stored(Tier::kDevice, 0, path.hashes[1], std::span(path.hashes).subspan(2), {});
-    std::vector<PageId> pages;
-    REQUIRE(pool.allocate(5, pages));
-    for (uint32_t i = 1; i < 5; ++i) {  // as a subtree leaves the trie: the parent first
-      tier.dropping(
-          {Tier::kDevice, path.hashes[i], path.parent(i), path.page_tokens_of(i), pages[i]});
-    }
+    for (uint32_t i = 1; i < 5; ++i) testing::drop_page(tier, path, i, pages[i]);  // as a subtree
     tier.flush();
-    pool.release(pages);
     for (uint32_t i = 1; i < 5; ++i) CHECK_FALSE(tier.holds(path.hashes[i]));
     CHECK(tier.stats().unreachable == 0);
     CHECK(tier.stats().skipped_writes == 4);
   }
-  SUBCASE(
-      "pages reachable only through the trie go when the trie does: cleared, a new runtime, "
-      "a restart") {
-    const PagePath whole = PagePath::counting(0, 3, P, 7000);
-    for (const std::string how : {"cleared", "attach", "restart"}) {
-      CAPTURE(how);
-      const std::string dir = testing::disk_dir("rule");
-      {
-        DiskTier tier(config_for(dir, 64));
-        tier.attach_pools(&pool, nullptr);
-        // Pages 0 and 1 of `path` stay in the trie; 2 to 4 leave it and are written.
-        testing::feed_pages(tier, pool, path, 0, 2, /*drop=*/false);
-        testing::feed_pages(tier, pool, path, 2, 3);
-        testing::feed_pages(tier, pool, whole, 0, 3);
-        tier.verify([&](const PageHash& h) { return h == path.hashes[1]; });
-        CHECK(tier.holds(path.hashes[4]));
-        if (how == "restart") continue;
+  pool.release(pages);
+}
+
+TEST_CASE("disk tier: the prefix rule: pages reachable only through the trie go with it") {
+  PagePool pool(kLayout, 64, make_host_backend());
+  const PagePath path = PagePath::counting(0, 5, P);
+  const PagePath whole = PagePath::counting(0, 3, P, 7000);
+  for (const std::string how : {"cleared", "attach", "restart"}) {
+    CAPTURE(how);
+    const std::string dir = testing::disk_dir("rule");
+    {
+      DiskTier tier(config_for(dir, 64));
+      tier.attach_pools(&pool, nullptr);
+      // Pages 0 and 1 of `path` stay in the trie; 2 to 4 leave it and are written.
+      testing::feed_pages(tier, pool, path, 0, 2, /*drop=*/false);
+      testing::feed_pages(tier, pool, path, 2, 3);
+      testing::feed_pages(tier, pool, whole, 0, 3);
+      tier.verify([&](const PageHash& h) { return h == path.hashes[1]; });
+      CHECK(tier.holds(path.hashes[4]));
+      if (how != "restart") {
         if (how == "cleared") tier.cleared();
         if (how == "attach") tier.attach_pools(&pool, nullptr);
         CHECK(tier.stats().unreachable == 3);
@@ -429,12 +417,12 @@ TEST_CASE("disk tier: the prefix rule: no page kept after its parent left every 
         tier.verify(testing::no_trie_pages);
         continue;
       }
-      DiskTier restarted(config_for(dir, 64));
-      CHECK(restarted.stats().recovered_pages == 3);
-      CHECK(restarted.stats().unreachable == 3);
-      CHECK(restarted.holds(whole.hashes[2]));
-      CHECK_FALSE(restarted.holds(path.hashes[2]));
     }
+    DiskTier restarted(config_for(dir, 64));
+    CHECK(restarted.stats().recovered_pages == 3);
+    CHECK(restarted.stats().unreachable == 3);
+    CHECK(restarted.holds(whole.hashes[2]));
+    CHECK_FALSE(restarted.holds(path.hashes[2]));
   }
 }
 
