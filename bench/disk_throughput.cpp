@@ -16,6 +16,7 @@
 // ratio includes the slot header's block. Files go under --dir (default $TMPDIR or /tmp) and are
 // removed at the end.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -48,6 +49,27 @@ struct Options {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU seconds (user and system) this process has used: on a machine whose cores are shared, the
+// tier's throughput is bound by the CPU it gets, which the raw drive hardly needs.
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// A pass's wall and CPU seconds.
+struct Timed {
+  double wall = 0;
+  double cpu = 0;
+};
+template <typename F>
+Timed timed(F&& pass) {
+  const double cpu = cpu_seconds();
+  const double wall = pass();
+  return {wall, cpu_seconds() - cpu};
 }
 
 // Raw O_DIRECT transfers of every slot of a preallocated file, `queue` in flight.
@@ -232,32 +254,49 @@ int main(int argc, char** argv) {
     // write costs a conversion), the tier's buffers allocated.
     raw.pass(true);
     tier.write();
-    std::vector<double> rw, tw, rr, tr;
+    std::vector<Timed> rw, tw, rr, tr;
     for (uint32_t r = 0; r < o.rounds; ++r) {
       // Which goes first alternates, so that neither always reads right after its own writes.
       if (r % 2 == 0) {
-        rw.push_back(raw.pass(true));
-        tw.push_back(tier.write());
-        rr.push_back(raw.pass(false));
-        tr.push_back(tier.read());
+        rw.push_back(timed([&] { return raw.pass(true); }));
+        tw.push_back(timed([&] { return tier.write(); }));
+        rr.push_back(timed([&] { return raw.pass(false); }));
+        tr.push_back(timed([&] { return tier.read(); }));
       } else {
-        tw.push_back(tier.write());
-        rw.push_back(raw.pass(true));
-        tr.push_back(tier.read());
-        rr.push_back(raw.pass(false));
+        tw.push_back(timed([&] { return tier.write(); }));
+        rw.push_back(timed([&] { return raw.pass(true); }));
+        tr.push_back(timed([&] { return tier.read(); }));
+        rr.push_back(timed([&] { return raw.pass(false); }));
       }
     }
     const double raw_bytes = double(g.slot_bytes()) * o.pages;
     const double page_bytes = double(o.page_bytes) * o.pages;
+    const auto wall = [](const std::vector<Timed>& v) {
+      std::vector<double> x;
+      for (const Timed& t : v) x.push_back(t.wall);
+      return median(x);
+    };
+    const auto cpu = [](const std::vector<Timed>& v) {
+      std::vector<double> x;
+      for (const Timed& t : v) x.push_back(t.cpu);
+      return median(x);
+    };
     const auto gbps = [](double bytes, double s) { return bytes / s / 1e9; };
-    const double raw_w = gbps(raw_bytes, median(rw)), tier_w = gbps(page_bytes, median(tw));
-    const double raw_r = gbps(raw_bytes, median(rr)), tier_r = gbps(page_bytes, median(tr));
     fmt::print("disk tier: {}\n", tier.tier().describe());
     fmt::print("{} pages of {} bytes (slots of {}), {} in flight, {} rounds, medians\n", o.pages,
                o.page_bytes, g.slot_bytes(), o.queue, o.rounds);
-    fmt::print("| | raw O_DIRECT GB/s | tier GB/s | tier / raw |\n|---|---|---|---|\n");
-    fmt::print("| write | {:.3f} | {:.3f} | {:.1f} % |\n", raw_w, tier_w, 100 * tier_w / raw_w);
-    fmt::print("| read | {:.3f} | {:.3f} | {:.1f} % |\n", raw_r, tier_r, 100 * tier_r / raw_r);
+    fmt::print(
+        "| | raw O_DIRECT GB/s | tier GB/s | tier / raw | raw CPU ms/GB | tier CPU ms/GB |\n");
+    fmt::print("|---|---|---|---|---|---|\n");
+    const auto row = [&](const char* what, const std::vector<Timed>& r,
+                         const std::vector<Timed>& t) {
+      const double raw_gbps = gbps(raw_bytes, wall(r)), tier_gbps = gbps(page_bytes, wall(t));
+      fmt::print("| {} | {:.3f} | {:.3f} | {:.1f} % | {:.0f} | {:.0f} |\n", what, raw_gbps,
+                 tier_gbps, 100 * tier_gbps / raw_gbps, 1e3 * cpu(r) / (raw_bytes / 1e9),
+                 1e3 * cpu(t) / (page_bytes / 1e9));
+    };
+    row("write", rw, tw);
+    row("read", rr, tr);
     const disk::DiskTierStats s = tier.tier().stats();
     fmt::print("tier: {} written, {} loaded, {} bad, {} write waits\n", s.written_pages,
                s.loaded_pages, s.bad_pages, s.write_waits);
