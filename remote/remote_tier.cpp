@@ -32,12 +32,10 @@ std::string_view to_string(PrefetchPolicy policy) {
 }
 
 RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
-                       RemoteTierConfig config, TierEvents* next,
-                       std::unique_ptr<RemoteStore> prefetcher)
+                       RemoteTierConfig config, std::unique_ptr<RemoteStore> prefetcher)
     : reader_(std::move(reader)),
       writer_store_(std::move(writer)),
       config_(std::move(config)),
-      next_(next),
       layout_id_(layout_id(config_.layout, config_.model)) {
   if (!reader_ || !writer_store_) throw std::invalid_argument("remote tier: no store");
   if (config_.queue_pages == 0 || config_.batch_pages == 0) {
@@ -107,13 +105,9 @@ void RemoteTier::remember(const PageHash& hash) {
   }
 }
 
-void RemoteTier::dropping(const TreePage& page) {
-  if (next_ != nullptr) next_->dropping(page);
-  write(page);
-}
+void RemoteTier::dropping(const TreePage& page) { write(page); }
 
 void RemoteTier::inserted(const TreePage& page) {
-  if (next_ != nullptr) next_->inserted(page);
   if (config_.write_through) write(page);
 }
 
@@ -303,20 +297,6 @@ RemoteTierStats RemoteTier::stats() const {
           bad_values_,   queued_pages_,    known_skipped_,
           stored_pages_, dropped_writes_,  errors_,
           unavailable_,  load_wait_ns_,    prefetcher_ ? prefetcher_->stats() : PrefetcherStats{}};
-}
-
-void RemoteTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
-                        std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
-  if (next_ != nullptr) next_->stored(tier, ns, parent, hashes, tokens);
-}
-void RemoteTier::removed(Tier tier, std::span<const PageHash> hashes) {
-  if (next_ != nullptr) next_->removed(tier, hashes);
-}
-void RemoteTier::cleared() {
-  if (next_ != nullptr) next_->cleared();
-}
-void RemoteTier::flush() {
-  if (next_ != nullptr) next_->flush();
 }
 
 }  // namespace radixkv::remote

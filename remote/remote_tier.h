@@ -40,8 +40,8 @@
 //                prefetch, the pages no prefetch asked for (dropped, forgotten, or never asked).
 // load_wait_ns counts load()'s waiting for the prefetch too.
 //
-// The tier forwards every other tier event to `next` (a KV event publisher, say), so that it can
-// sit between a tree and another observer. Threads: load() and the TierEvents calls come from the
+// It is one of the tree's tier observers (radix/tier_events.h): of the events it reads only
+// dropping() and inserted(). Threads: load() and the TierEvents calls come from the
 // tree's owner; the writer thread only touches the queue and its own store.
 #pragma once
 
@@ -110,8 +110,7 @@ class RemoteTier final : public RemotePages {
   // when config.prefetch is on): one connection per thread. Throws std::invalid_argument for a
   // queue or batch of 0 pages, or prefetch on without its store.
   RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
-             RemoteTierConfig config, TierEvents* next = nullptr,
-             std::unique_ptr<RemoteStore> prefetcher = nullptr);
+             RemoteTierConfig config, std::unique_ptr<RemoteStore> prefetcher = nullptr);
   // Writes what is still queued (each batch bounded by the store's timeout), then stops.
   ~RemoteTier() override;
   RemoteTier(const RemoteTier&) = delete;
@@ -124,7 +123,6 @@ class RemoteTier final : public RemotePages {
   // a GPU go through host pages (the runtime stages them: runtime/remote_staging.h).
   // Bytes are read only after `arrivals` (if any) says they are there.
   void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) override;
-  void forward_events(TierEvents* next) override { next_ = next; }
 
   // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
   // `parent`; its tokens tokens[i*P, (i+1)*P)) that the store holds and that check out, copied
@@ -143,12 +141,11 @@ class RemoteTier final : public RemotePages {
   std::string describe() const { return where_; }
   const RemoteTierConfig& config() const { return config_; }
 
-  // TierEvents
-  void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
-              std::span<const PageHash> hashes, std::span<const TokenId> tokens) override;
-  void removed(Tier tier, std::span<const PageHash> hashes) override;
-  void cleared() override;
-  void flush() override;
+  // TierEvents: what leaves the lowest local tier, and (writing through) what is cached.
+  void stored(Tier, Namespace, std::optional<PageHash>, std::span<const PageHash>,
+              std::span<const TokenId>) override {}
+  void removed(Tier, std::span<const PageHash>) override {}
+  void cleared() override {}
   void dropping(const TreePage& page) override;
   void inserted(const TreePage& page) override;
 
@@ -164,7 +161,6 @@ class RemoteTier final : public RemotePages {
   std::unique_ptr<RemoteStore> reader_;
   std::unique_ptr<RemoteStore> writer_store_;
   RemoteTierConfig config_;
-  TierEvents* next_;
   uint64_t layout_id_;
   std::string where_;
   PagePool* device_ = nullptr;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -22,12 +23,25 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
   return CacheBudget(budget, pool.bytes_per_page());
 }
 
+// The host tier's budget (its whole pool when cache_bytes is 0); errors name the host tier.
+std::optional<CacheBudget> make_host_budget(const HostTierConfig& host) {
+  if (host.pool == nullptr) return std::nullopt;
+  try {
+    return CacheBudget({host.cache_bytes != 0 ? host.cache_bytes : host.pool->capacity_bytes(),
+                        host.high_watermark, host.low_watermark},
+                       host.pool->bytes_per_page());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("host tier: host budget: {}", e.what()));
+  }
+}
+
 // The host tier of `config`, ready for RadixTree::add_host_tier(); errors name the host tier.
-HostTierSetup host_setup(const HostTierConfig& host, PageCopier* copier) {
+HostTierSetup host_setup(const HostTierConfig& host, const CacheBudget& budget,
+                         PageCopier* copier) {
   HostTierSetup setup;
   setup.pool = host.pool;
   setup.copier = copier;
-  setup.budget = {host.cache_bytes, host.high_watermark, host.low_watermark};
+  setup.limit_pages = budget.limit_pages();
   try {
     setup.policy = make_policy(host.policy);
     setup.write = WritePolicy::parse(host.write_policy);
@@ -47,7 +61,8 @@ std::unique_ptr<PageCopier> own_copier(const PagePool& device, const TierConfig&
   }
 }
 
-uint32_t pages_for_tokens(uint64_t tokens, uint32_t page_tokens) {
+// The pages that hold `tokens` tokens, the last one maybe partly.
+uint32_t pages_to_hold(uint64_t tokens, uint32_t page_tokens) {
   return static_cast<uint32_t>((tokens + page_tokens - 1) / page_tokens);
 }
 
@@ -84,9 +99,11 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       tree_(pool, config.policy.make()),
-      allocator_(pool, tree_, make_budget(pool, config)) {
+      tree_evictor_(tree_),
+      allocator_(pool, tree_evictor_, make_budget(pool, config)),
+      host_budget_(make_host_budget(tiers.host)) {
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
-  if (tiers.host.pool != nullptr) tree_.add_host_tier(host_setup(tiers.host, copier));
+  if (host_budget_) tree_.add_host_tier(host_setup(tiers.host, *host_budget_, copier));
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.remote != nullptr) {
     if (tiers.host.pool == nullptr && pool.backend().storage() == StorageKind::kDevice) {
@@ -102,10 +119,11 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       staging_ = std::make_unique<detail::RemoteStaging>(pool, *host_pool_, *copier);
     }
     remote_->attach_pools(&pool, tiers.host.pool, staging_.get());
-    remote_->forward_events(tiers.events);
-    tree_.set_tier_events(remote_);  // the tree tells the remote tier what it drops
-  } else if (tiers.events != nullptr) {
-    tree_.set_tier_events(tiers.events);
+    tree_.add_tier_events(remote_);  // the tree tells the remote tier what it drops
+  }
+  for (TierEvents* events : tiers.events) {
+    if (events == nullptr) throw std::invalid_argument("PrefixCacheRuntime: a null tier observer");
+    tree_.add_tier_events(events);
   }
 }
 
@@ -176,8 +194,12 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
                     request.id, request.priority, kMinPriority, kMaxPriority));
   }
   AdmitResult result;
-  const uint32_t total_pages = pages_for_tokens(len, page_tokens_);
-  if (total_pages > pool_.capacity_pages()) {
+  const bool cache_only = request.mode == AdmitMode::kCacheOnly;
+  // The pages the sequence would hold: every prompt token's, or (cache only) the whole pages'.
+  const uint32_t total_pages =
+      cache_only ? static_cast<uint32_t>(len / page_tokens_) : pages_to_hold(len, page_tokens_);
+  const uint32_t cut = cache_only ? total_pages * page_tokens_ : reuse_cut(len);
+  if (!cache_only && total_pages > pool_.capacity_pages()) {
     result.status = RuntimeStatus::kTooLarge;
     result.short_pages = total_pages - pool_.capacity_pages();
     ++stats_.admit_too_large;
@@ -197,16 +219,19 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.block_table.clear();
   s.block_table.reserve(total_pages);
 
-  const AccessHint hint{request.priority, now_};
   const MatchResult match =
-      tree_.match(request.name_space, request.prompt.first(reuse_cut(len)), &s.block_table, hint);
+      tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint_for(request));
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
   for (PageId page : s.block_table) pool_.retain(page);
   // The device run; a host run follows it (MatchResult), loaded into pages allocated below.
   const uint32_t matched_pages = static_cast<uint32_t>(s.block_table.size());
 
-  const AllocResult alloc = allocator_.allocate(total_pages - matched_pages, s.block_table);
+  // The host run (MatchResult::host_tokens) must have pages; cache only, the rest may go short.
+  const uint32_t host_pages = match.host_tokens() / page_tokens_;
+  const uint32_t wanted = total_pages - matched_pages;
+  const AllocResult alloc =
+      allocator_.allocate_up_to(cache_only ? host_pages : wanted, wanted, s.block_table);
   result.evicted_pages = alloc.evicted_pages;
   stats_.evicted_pages += alloc.evicted_pages;
   if (!alloc.ok()) {
@@ -220,9 +245,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
     end_call();
     return result;
   }
+  result.uncached_pages = wanted - alloc.pages;
   // The host run becomes device pages of the trie now, in the pages just allocated after the
   // device run; the copies run while the caller may do other work.
-  const uint32_t host_pages = match.host_tokens() / page_tokens_;
   CopyTicket ticket = 0;
   if (host_pages > 0) {
     ticket = tree_.load(match.node,
@@ -245,6 +270,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.reused_tokens = match.tokens;
   s.computed_tokens = match.tokens;
   s.committed_pages = matched_pages + host_pages;
+  s.mode = request.mode;
+  s.output_tokens = request.output_tokens;
+  s.request_class = request.request_class;
   s.load_ticket = ticket;
   s.locked = match.node;
   s.tokens.assign(request.prompt.begin(), request.prompt.end());
@@ -252,8 +280,10 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   uint32_t remote_tokens = 0;
   if (remote_ != nullptr) {
     try {
-      remote_tokens =
-          load_remote(s, matched_pages + host_pages, reuse_cut(len) / page_tokens_) * page_tokens_;
+      // No further than the pages the sequence got (cache only, they may end before the cut).
+      const auto cut_pages =
+          std::min(cut / page_tokens_, static_cast<uint32_t>(s.block_table.size()));
+      remote_tokens = load_remote(s, matched_pages + host_pages, cut_pages) * page_tokens_;
     } catch (...) {  // out of memory, a copier's error: nothing admitted, nothing leaked
       release_sequence(s, SeqState::kAborted);
       end_call();
@@ -270,6 +300,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   stats_.host_hit_tokens += match.host_tokens();
   stats_.remote_hit_tokens += remote_tokens;
   stats_.prefill_tokens += len - reused;
+  stats_.uncached_pages += result.uncached_pages;
 
   result.seq = {slot, s.generation};
   result.reused_tokens = reused;
@@ -354,6 +385,11 @@ void PrefixCacheRuntime::prefetch(const Request& request) {
 
 ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
   Sequence& s = live(seq, "append_token");
+  if (s.mode == AdmitMode::kCacheOnly) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::append_token: request {} was admitted cache only; it does not decode",
+        s.request_id));
+  }
   ExtendResult result;
   if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
     const AllocResult alloc = allocator_.allocate(1, s.block_table);
@@ -413,8 +449,12 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
       tree_.insert_below(s.locked, rest,
                          std::span<const PageId>(s.block_table)
                              .subspan(s.committed_pages, full_pages - s.committed_pages),
-                         AccessHint{s.priority, now_});
+                         AccessHint{.priority = s.priority,
+                                    .now = now_,
+                                    .output_tokens = s.output_tokens,
+                                    .request_class = s.request_class});
   result.new_pages = inserted.new_pages;
+  stats_.peak_cached_pages = std::max(stats_.peak_cached_pages, tree_.cached_pages());
 
   // Pages [committed_pages, cached_pages) were computed by this sequence while another one put
   // the same prefix in the tree. Walk up from the key's end node to find the tree's pages there,
@@ -481,7 +521,12 @@ void PrefixCacheRuntime::abort(SeqHandle seq) {
 // the tier events of the call go out as one batch.
 void PrefixCacheRuntime::end_call() {
   if (staging_) staging_->retire();
-  tree_.enforce_host_watermarks();
+  if (host_budget_) {
+    tree_.retire_copies();
+    if (const uint64_t excess = host_budget_->excess_pages(tree_.host_budget_pages())) {
+      tree_.evict_host_pages(excess);
+    }
+  }
   tree_.flush_events();
 }
 
@@ -545,11 +590,47 @@ uint32_t PrefixCacheRuntime::cached_prefix(Namespace ns, std::span<const TokenId
   return tree_.peek(ns, prompt.first(reuse_cut(prompt.size())));
 }
 
-uint64_t PrefixCacheRuntime::evict(uint64_t pages) {
-  const uint64_t released = tree_.evict_pages(pages);
+uint64_t PrefixCacheRuntime::evict(uint64_t pages, std::vector<PageId>* evicted) {
+  const uint64_t released = tree_.evict_pages(pages, evicted);
   stats_.evicted_pages += released;
   end_call();
   return released;
+}
+
+AccessHint PrefixCacheRuntime::hint_for(const Request& request) const {
+  return {.priority = request.priority,
+          .now = now_,
+          .output_tokens = request.output_tokens,
+          .request_class = request.request_class};
+}
+
+MatchResult PrefixCacheRuntime::match(Namespace ns, std::span<const TokenId> tokens,
+                                      std::vector<PageId>* pages, AccessHint hint) {
+  hint.now = now_;
+  const MatchResult found = tree_.match(ns, tokens, pages, hint);
+  end_call();
+  return found;
+}
+
+InsertResult PrefixCacheRuntime::insert(Namespace ns, std::span<const TokenId> tokens,
+                                        std::span<const PageId> pages, AccessHint hint) {
+  hint.now = now_;
+  const InsertResult inserted = tree_.insert(ns, tokens, pages, hint);
+  stats_.committed_pages += inserted.new_pages;
+  stats_.peak_cached_pages = std::max(stats_.peak_cached_pages, tree_.cached_pages());
+  if (inserted.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();
+  end_call();
+  return inserted;
+}
+
+void PrefixCacheRuntime::lock(RadixNode* node) {
+  tree_.lock(node);
+  end_call();  // a write-through-selective host tier may have started a backup
+}
+
+void PrefixCacheRuntime::unlock(RadixNode* node) {
+  tree_.unlock(node);
+  end_call();
 }
 
 }  // namespace radixkv

@@ -24,6 +24,9 @@ struct Sequence {
   uint32_t reused_tokens = 0;
   uint32_t computed_tokens = 0;
   uint32_t committed_pages = 0;
+  AdmitMode mode = AdmitMode::kCompute;
+  uint32_t output_tokens = 0;  // the request's, for the policy (AccessHint)
+  uint16_t request_class = 0;
   CopyTicket load_ticket = 0;   // the load admit started for the host run, 0 when none
   RadixNode* locked = nullptr;  // the end of the committed prefix, locked by this sequence
   std::vector<TokenId> tokens;

@@ -282,7 +282,7 @@ struct TierFixture {
   explicit TierFixture(std::size_t queue_pages = 64,
                        remote::PrefetchPolicy prefetch = remote::PrefetchPolicy::kOff)
       : tier(std::make_unique<testing::MemoryStore>(shared),
-             std::make_unique<testing::MemoryStore>(shared), config(queue_pages, prefetch), nullptr,
+             std::make_unique<testing::MemoryStore>(shared), config(queue_pages, prefetch),
              std::make_unique<testing::MemoryStore>(shared)) {
     tier.attach_pools(&pool, nullptr);
   }

@@ -215,7 +215,7 @@ TEST_CASE("tier events without a host tier: the device is the lowest tier, and c
   PagePool pool(layout, 16);
   radixkv::testing::EventLog log(2, pool, pool);
   TierConfig tiers;
-  tiers.events = &log;
+  tiers.events = {&log};
   PrefixCacheRuntime runtime(pool, {}, tiers);
   CHECK(runtime.tree().page_hashes());
   const auto device_hashes = [&] {

@@ -107,10 +107,10 @@ mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
   'if (entry.visited && entry.last_access_s > entry.stamp) {' 'if (entry.visited && entry.last_access_s >= entry.stamp) {'
 mutant budget-low-is-high eviction/cache_budget.cpp \
   "the watermark evicts down to high instead of low" \
-  'low_pages_ = std::min(high_pages_, scaled(config.low_watermark));' 'low_pages_ = high_pages_;'
+  'low_pages_ = std::min(high_pages_, low_pages);' 'low_pages_ = high_pages_;'
 mutant budget-evict-whole-request eviction/cache_budget.cpp \
   "allocation evicts the whole request's pages instead of the shortfall" \
-  'evictor_.evict_pages(n - pool_.free_pages());' 'evictor_.evict_pages(n);'
+  'evictor_.evict_pages(most - pool_.free_pages());' 'evictor_.evict_pages(most);'
 
 # ---- kv_store/
 mutant pool-free-at-one kv_store/page_pool.cpp \
@@ -120,7 +120,7 @@ mutant pool-free-at-one kv_store/page_pool.cpp \
   if (--count(page) <= 1)'
 mutant pool-exact-fit-refused kv_store/page_pool.cpp \
   "allocating exactly the free pages is refused" \
-  'if (n > free_list_.size()) return false;' 'if (n >= free_list_.size()) return false;'
+  'if (n > free_pages()) return false;' 'if (n >= free_pages()) return false;'
 mutant pool-list-release-no-undo kv_store/page_pool.cpp \
   "a refused list release does not restore the references it already dropped" \
   'for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);' ''
@@ -129,12 +129,16 @@ mutant pool-peak-not-tracked kv_store/page_pool.cpp \
   'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
 mutant pool-partition-ids-from-zero kv_store/page_pool.cpp \
   "a partition numbers its free pages from 0 instead of from its first id" \
-  'free_list_[i] = end_page() - 1 - i;' 'free_list_[i] = capacity_ - 1 - i;'
+  '  ++parent.partitions_;
+  refcount_ = zeroed_counts(capacity_);
+  never_used_ = first_;' '  ++parent.partitions_;
+  refcount_ = zeroed_counts(capacity_);
+  never_used_ = 0;'
 
 # ---- runtime/: the adapter
 mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
   "admit tells the model to start at position 0 after a reused prefix (mistral.rs)" \
-  'result.position_offset = match.tokens;' 'result.position_offset = 0;'
+  'result.position_offset = reused;' 'result.position_offset = 0;'
 mutant runtime-match-whole-prompt runtime/prefix_cache_runtime.cpp \
   "admit may reuse the whole prompt, leaving no token to compute" \
   '(prompt_tokens - 1) / page_tokens_ * page_tokens_' 'prompt_tokens / page_tokens_ * page_tokens_'
@@ -212,15 +216,15 @@ mutant sched-resume-drops-token sim/scheduler.cpp \
   'e.request.answer.begin() + e.sampled);' 'e.request.answer.begin() + e.sampled - 1);'
 
 # ---- tools/: cache-mode replay, engine-mode replay, latency and reports
-mutant replay-evict-whole-request tools/replay/cache_replay.cpp \
-  "cache mode evicts the request's pages instead of the shortfall" \
-  'tree_->evict_pages(need - pool_.free_pages());' 'tree_->evict_pages(need);'
+mutant replay-admits-as-engine tools/replay/cache_replay.cpp \
+  "cache mode admits as an engine (last page never matched, all or nothing)" \
+  '.mode = AdmitMode::kCacheOnly});' '});'
 mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
   "cache mode does not count the pages it could not cache" \
-  'result_.uncached_pages += want - got;' ''
-mutant replay-never-unlocks tools/replay/cache_replay.cpp \
-  "cache mode never unlocks a request's matched path" \
-  '  tree_->unlock(match.node);' ''
+  'result_.uncached_pages += admitted.uncached_pages;' ''
+mutant replay-never-finishes tools/replay/cache_replay.cpp \
+  "cache mode never finishes a request: its path stays locked, its pages uncached" \
+  '  runtime_->finish(admitted.seq);' ''
 mutant percentile-rank-above tools/replay/percentile.h \
   "percentiles (call latencies and TTFT) are one rank too high" \
   'return rank == 0 ? 1 : rank;' 'return rank == 0 ? 1 : rank < n ? rank + 1 : rank;'
@@ -230,7 +234,7 @@ mutant percentile-rank-below tools/replay/percentile.h \
 mutant engine-ttft-from-start tools/replay/engine_replay.cpp \
   "TTFT is measured from the first arrival instead of the request's own" \
   'ttft_.push_back(now_ - trace_.requests[id].arrival_s);' 'ttft_.push_back(now_ - arrival(0));'
-mutant engine-ttft-max-is-min tools/replay/engine_replay.cpp \
+mutant engine-ttft-max-is-min tools/replay/engine_parts.cpp \
   "the largest TTFT is read from the wrong end of the sorted list" \
   'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();' 'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.front();'
 mutant report-json-evictions tools/replay/replay_report.cpp \
@@ -246,10 +250,10 @@ mutant engine-report-p90 tools/replay/engine_report.cpp \
 # ---- tools/: the command line's flags and the trace readers
 mutant cli-low-default-above-high tools/cli/budget.cpp \
   "--high-watermark alone keeps the default low watermark even above the new high one" \
-  'out.low = low.value_or(std::min(defaults.low, out.high));' 'out.low = low.value_or(defaults.low);'
-mutant cli-watermark-size-rounds-down tools/cli/budget.cpp \
-  "a watermark given as a size becomes a fraction that may round to one page fewer" \
-  'while (std::floor(static_cast<double>(budget_pages) * fraction) < static_cast<double>(pages)) {' 'while (false) {'
+  '      out.low = out.high;' ''
+mutant budget-watermark-size-rounds-down eviction/cache_budget.cpp \
+  "a watermark given as a size becomes one page fewer when it is a whole number of pages" \
+  'const uint64_t pages = w.bytes() / bytes_per_page;' 'const uint64_t pages = (w.bytes() - 1) / bytes_per_page;'
 mutant trace-last-line-dropped tools/trace/trace_input.cpp \
   "a last line without a newline is not read" \
   'return eof_ && scanned > from ? std::optional(scanned) : std::nullopt;' 'return std::nullopt;'

@@ -45,8 +45,8 @@ constexpr const char* kDefaultModel = "llama-3-8b";
 constexpr const char* kDefaultPlot = "radixkv-sweep.svg";
 constexpr const char* kDefaultTraceName = "built-in default trace (= `radixkv gen` with no flags)";
 // Watermarks when none are given: cache mode evicts only on demand, engine mode as the runtime.
-constexpr WatermarkFractions kCacheWatermarks{1.0, 1.0};
-constexpr WatermarkFractions kEngineWatermarks{0.95, 0.85};
+const Watermarks kCacheWatermarks{1.0, 1.0};
+const Watermarks kEngineWatermarks{0.95, 0.85};
 
 // Budget flags are alternatives: one given on the command line (or in a config table) overrides
 // every other one of them from a lower layer of the config file.
@@ -303,9 +303,9 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
 struct ReplayPlan {
   KvLayout layout;
   std::vector<std::string> policies;
-  std::vector<uint64_t> capacities;            // pages; one unless --sweep
-  std::string budget_flag;                     // the flag the budget came from, for errors
-  std::vector<WatermarkFractions> watermarks;  // one per capacity
+  std::vector<uint64_t> capacities;    // pages; one unless --sweep
+  std::string budget_flag;             // the flag the budget came from, for errors
+  std::vector<Watermarks> watermarks;  // one per capacity
   std::vector<HostTierReplayConfig>
       hosts;  // host tiers (capacity 0: none); one unless --sweep-host
   ReadOptions read;

@@ -100,7 +100,6 @@ std::unique_ptr<remote::RemoteTier> make_remote_tier(const CommandLine& cli, con
   config.prefetch_wait = options.timeout;
   return std::make_unique<remote::RemoteTier>(
       remote::make_redis_store(url, options), remote::make_redis_store(url, options), config,
-      nullptr,
       config.prefetch == remote::PrefetchPolicy::kOff ? nullptr
                                                       : remote::make_redis_store(url, options));
 }
