@@ -23,12 +23,11 @@ uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 
 SlotGeometry geometry_of(const DiskTierConfig& config) {
   config.layout.validate();
-  return {config.layout.page_tokens,
-          config.payload_bytes != 0 ? config.payload_bytes : config.layout.bytes_per_page()};
+  return {config.layout.page_tokens, config.payload_bytes.value_or(config.layout.bytes_per_page())};
 }
 
 uint32_t slots_of(const DiskTierConfig& config, const SlotGeometry& geometry) {
-  const uint64_t slot = geometry.slot_bytes();
+  const uint64_t slot = std::max(geometry.slot_bytes(), config.charged_slot_bytes);
   const uint64_t fit = config.capacity_bytes > SlotFile::kManifestBytes
                            ? (config.capacity_bytes - SlotFile::kManifestBytes) / slot
                            : 0;
@@ -89,9 +88,8 @@ std::string_view to_string(IoMode mode) {
   return "unknown";
 }
 
-DiskTier::DiskTier(DiskTierConfig config, TierEvents* next)
+DiskTier::DiskTier(DiskTierConfig config)
     : config_((check_config(config), std::move(config))),
-      next_(next),
       write_policy_(WritePolicy::parse(config_.write_policy)),
       layout_id_(kv_layout_id(config_.layout, config_.model)),
       geometry_(geometry_of(config_)),
@@ -314,6 +312,7 @@ bool DiskTier::write(const TreePage& page) try {
   index_.add(slot, header, false);
   writing_.emplace(slot, buffer);
   io_->queue_write(write_buffers_[buffer].bytes(), file_->offset(slot), kWriteTag | slot);
+  ++stats_.queued_pages;
   if (++unsubmitted_ >= config_.queue_pages / 2) {
     io_->submit();
     unsubmitted_ = 0;
@@ -479,8 +478,7 @@ DiskTierStats DiskTier::stats() const {
 }
 
 void DiskTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
-                      std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
-  if (next_ != nullptr) next_->stored(tier, ns, parent, hashes, tokens);
+                      std::span<const PageHash> hashes, std::span<const TokenId>) {
   if (!parent && !seeds_.contains(ns)) {
     const PageHash seed = namespace_seed(ns);
     seeds_.emplace(ns, seed);
@@ -491,19 +489,13 @@ void DiskTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
   }
 }
 
-void DiskTier::removed(Tier tier, std::span<const PageHash> hashes) {
-  if (next_ != nullptr) next_->removed(tier, hashes);
-}
-
 void DiskTier::cleared() {
-  if (next_ != nullptr) next_->cleared();
   entries_.clear();
   lost_.clear();
   index_.reclaim_unanchored();
 }
 
 void DiskTier::flush() {
-  if (next_ != nullptr) next_->flush();
   lost_.clear();
   if (!failed_.empty()) return;
   try {
@@ -516,7 +508,6 @@ void DiskTier::flush() {
 }
 
 void DiskTier::dropping(const TreePage& page) {
-  if (next_ != nullptr) next_->dropping(page);
   bool wanted = true;
   if (write_policy_.mode == WritePolicy::Mode::kWriteThroughSelective) {
     const auto it = entries_.find(page.hash);
@@ -533,7 +524,6 @@ void DiskTier::dropping(const TreePage& page) {
 }
 
 void DiskTier::inserted(const TreePage& page) {
-  if (next_ != nullptr) next_->inserted(page);
   if (write_policy_.mode == WritePolicy::Mode::kWriteThrough) write(page);
 }
 

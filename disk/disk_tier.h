@@ -79,10 +79,14 @@ struct DiskTierConfig {
   std::string path;         // a directory, created when missing
   KvLayout layout;          // with `model`, the layout id every slot and the manifest carry
   std::string model;        // models of one KV shape never share pages
-  uint64_t capacity_bytes;  // manifest and slots together, never more
-  // Bytes a slot stores of each page: 0 means the layout's page bytes. A pool without bytes (the
+  uint64_t capacity_bytes = 0;  // manifest and slots together, never more
+  // Bytes a slot stores of each page; nullopt: the layout's page bytes. A pool without bytes (the
   // replay) writes this many zero bytes.
-  uint64_t payload_bytes = 0;
+  std::optional<uint64_t> payload_bytes = std::nullopt;
+  // Bytes the budget counts for each slot; 0: its size. A replay, which stores no KV (a few bytes
+  // of filler), counts what a slot of the layout's real pages takes, so that a capacity holds as
+  // many pages as it would on a real drive (and the files stay far below it).
+  uint64_t charged_slot_bytes = 0;
   std::string policy = "lru";               // any make_policy() spec
   std::string write_policy = "write_back";  // WritePolicy::parse()
   IoMode io = IoMode::kAuto;                // io_uring, else pread/pwrite
@@ -95,6 +99,7 @@ struct DiskTierStats {
   uint64_t loaded_pages = 0;     // pages load() returned
   uint64_t bad_pages = 0;        // slots that did not check out: at load, or torn at recovery
   uint64_t read_errors = 0;      // reads that failed (each ended a run)
+  uint64_t queued_pages = 0;     // writes queued (each completes as written or as an error)
   uint64_t written_pages = 0;    // writes completed
   uint64_t write_errors = 0;     // writes that failed (the page left the index)
   uint64_t known_pages = 0;      // pages not written: on disk already
@@ -117,7 +122,7 @@ class DiskTier final : public RemotePages {
   // configuration (capacity below one slot, a bad policy or write policy, a queue of 0 pages) or
   // a path holding another layout, std::system_error naming the path for what the system refuses,
   // and IoUringUnavailable for IoMode::kUring where io_uring cannot be set up.
-  explicit DiskTier(DiskTierConfig config, TierEvents* next = nullptr);
+  explicit DiskTier(DiskTierConfig config);
   // Waits for every write queued (their pages are then on the drive), then closes.
   ~DiskTier() override;
   DiskTier(const DiskTier&) = delete;
@@ -129,7 +134,6 @@ class DiskTier final : public RemotePages {
   // leaves the trie directly is not written (skipped). A new runtime means a new trie: pages that
   // were reachable only through the old one go (the prefix rule).
   void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) override;
-  void forward_events(TierEvents* next) override { next_ = next; }
 
   uint32_t load(const PageHash& parent, std::span<const PageHash> hashes,
                 std::span<const TokenId> tokens, PagePool& pool,
@@ -150,7 +154,7 @@ class DiskTier final : public RemotePages {
   // TierEvents
   void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
               std::span<const PageHash> hashes, std::span<const TokenId> tokens) override;
-  void removed(Tier tier, std::span<const PageHash> hashes) override;
+  void removed(Tier, std::span<const PageHash>) override {}  // dropping() says it all
   void cleared() override;
   void flush() override;
   void dropping(const TreePage& page) override;
@@ -179,7 +183,6 @@ class DiskTier final : public RemotePages {
                     std::span<const TokenId> tokens);
 
   DiskTierConfig config_;
-  TierEvents* next_;
   WritePolicy write_policy_;
   uint64_t layout_id_;
   SlotGeometry geometry_;

@@ -211,7 +211,7 @@ TEST_CASE("disk tier: another layout, page size or model on a path is refused, t
   CHECK_THROWS_WITH_AS(DiskTier{other_model}, doctest::Contains("model 'm'"),
                        std::invalid_argument);
   DiskTierConfig other_payload = config_for(dir, 16);
-  other_payload.payload_bytes = 8192;
+  other_payload.payload_bytes = 8192;  // (the layout's pages are 64 bytes)
   CHECK_THROWS_AS(DiskTier{other_payload}, std::invalid_argument);
   // Nothing was touched: the pages are all there, and a smaller capacity keeps what fits.
   {

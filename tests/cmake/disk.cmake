@@ -8,6 +8,10 @@ if(TARGET radixkv_disk)
   radixkv_add_test(test_disk_crash
     SOURCES test_disk_crash.cpp runtime_conversation.cpp tiny_transformer.cpp
     LIBS radixkv_disk radixkv_runtime radixkv_test_process)
+  # The replay with a disk tier: flags, report, restart, engine mode, disk above remote.
+  radixkv_add_test(test_disk_replay SOURCES test_disk_replay.cpp
+    LIBS radixkv_cli radixkv_disk radixkv_remote radixkv_test_process
+         nlohmann_json::nlohmann_json)
   # The slot format, and the layout id it shares with the remote tier.
   radixkv_add_test(test_disk_format SOURCES test_disk_format.cpp
     LIBS radixkv_disk radixkv_remote radixkv_test_process)
