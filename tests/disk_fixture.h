@@ -4,12 +4,22 @@
 // leave the trie, with their bytes in a host pool.
 #pragma once
 
+#include <doctest/doctest.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "disk/disk_tier.h"
@@ -149,6 +159,41 @@ inline uint64_t disk_bytes(const std::string& dir) {
     if (entry.is_regular_file()) bytes += disk::round_up_to_block(entry.file_size());
   }
   return bytes;
+}
+
+// Runs `body` in a child process and kills it with SIGKILL `delay` after the child has said it is
+// writing (body calls its argument once it has written something: so a slow, loaded machine
+// still kills the child while it writes, not while it starts), then reaps it. The child never
+// returns into the test (it ends by the signal, or _exit when its body fails or ends).
+inline void run_and_kill(const std::function<void(const std::function<void()>&)>& body,
+                         std::chrono::microseconds delay) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    bool said = false;
+    const auto writing = [&] {
+      if (!said && ::write(ready[1], "w", 1) == 1) said = true;
+    };
+    try {
+      body(writing);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  pollfd wait_for{ready[0], POLLIN, 0};
+  CHECK_MESSAGE(::poll(&wait_for, 1, 60000) == 1, "the child never started writing");
+  ::close(ready[0]);
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  // Killed, or done before the signal; never failed.
+  CHECK_MESSAGE((WIFSIGNALED(status) || WEXITSTATUS(status) == 0), "child status ", status);
 }
 
 }  // namespace radixkv::testing

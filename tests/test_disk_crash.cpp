@@ -11,9 +11,6 @@
 //   RADIXKV_DISK_CRASH_KILLS=60 build/tests/test_disk_crash).
 #include <doctest/doctest.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -22,7 +19,6 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
-#include <thread>
 
 #include "disk/disk_tier.h"
 #include "runtime/prefix_cache_runtime.h"
@@ -40,41 +36,6 @@ using testing::PagePath;
 int kills() {
   const char* env = std::getenv("RADIXKV_DISK_CRASH_KILLS");
   return env != nullptr ? std::max(1, std::atoi(env)) : 8;
-}
-
-// Runs `body` in a child process and kills it with SIGKILL `delay` after the child has said it is
-// writing (body calls its argument once it has written something: so a slow, loaded machine
-// still kills the child while it writes, not while it starts), then reaps it. The child never
-// returns into the test (it ends by the signal, or _exit when its body fails or ends).
-void run_and_kill(const std::function<void(const std::function<void()>&)>& body,
-                  std::chrono::microseconds delay) {
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(ready[0]);
-    bool said = false;
-    const auto writing = [&] {
-      if (!said && ::write(ready[1], "w", 1) == 1) said = true;
-    };
-    try {
-      body(writing);
-    } catch (...) {
-      ::_exit(3);
-    }
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  pollfd wait_for{ready[0], POLLIN, 0};
-  CHECK_MESSAGE(::poll(&wait_for, 1, 60000) == 1, "the child never started writing");
-  ::close(ready[0]);
-  std::this_thread::sleep_for(delay);
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  // Killed, or done before the signal; never failed.
-  CHECK_MESSAGE((WIFSIGNALED(status) || WEXITSTATUS(status) == 0), "child status ", status);
 }
 
 // Pages of 128 KiB (33 blocks a slot): long enough writes that a kill lands inside some.
@@ -177,8 +138,8 @@ TEST_CASE("disk crash: a writer killed at random points, restarted, serves only 
     uint64_t torn = 0;
     for (int k = 0; k < kills(); ++k) {
       const auto delay = std::chrono::microseconds(rng() % 20000);
-      run_and_kill([&](const auto& writing) { writer(dir, io, 100 + uint64_t(k), writing); },
-                   delay);
+      testing::run_and_kill(
+          [&](const auto& writing) { writer(dir, io, 100 + uint64_t(k), writing); }, delay);
       served += check_after_kill(dir, io, torn);
     }
     MESSAGE(mode << ": " << kills() << " kills, " << served << " pages served, " << torn
@@ -244,7 +205,7 @@ TEST_CASE(
   for (int k = 0; k < kills(); ++k) {
     const uint64_t seed = 1 + rng() % 4;  // conversations another kill wrote too, now and then
     const auto delay = std::chrono::microseconds(rng() % 20000);
-    run_and_kill(
+    testing::run_and_kill(
         [&](const auto& writing) {
           DiskTier tier(tiny_config(dir, model));
           for (uint64_t round = 0;; ++round) {

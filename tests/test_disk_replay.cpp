@@ -4,25 +4,20 @@
 // point of an uninterrupted run of the same requests), engine mode pricing the drive, and a disk
 // tier above a remote tier (disk hits first, the remote's for the rest).
 #include <doctest/doctest.h>
-#include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "disk/disk_tier.h"
 #include "remote/remote_tier.h"
 #include "tests/cli_runs.h"
 #include "tests/disk_fixture.h"
 #include "tests/memory_store.h"
+#include "tests/small_traces.h"
 #include "tools/replay/cache_replay.h"
 #include "tools/replay/engine_replay.h"
-#include "tools/trace/random.h"
 #include "tools/trace/trace_reader.h"
 
 namespace radixkv {
@@ -33,27 +28,13 @@ namespace {
 constexpr uint32_t P = 64;
 const KvLayout kLayout = KvLayout::preset("llama-3-8b", P);
 
-// Mooncake-style requests of 512-token blocks, each extending one of eight stems of up to three
-// blocks with blocks of its own: lines [first, last) of one generated sequence, so that two
-// slices are two halves of one trace.
+// Lines [first, last) of one random Mooncake-style trace (tests/small_traces.h): two slices are two
+// halves of one trace.
 std::string block_lines(uint64_t seed, int first, int last) {
-  tools::Rng rng(seed);
-  std::string text;
-  for (int r = 0; r < last; ++r) {
-    const int stem = static_cast<int>(rng.below(8));
-    const int blocks = 1 + static_cast<int>(rng.below(6));
-    std::string ids;
-    for (int b = 0; b < blocks; ++b) {
-      ids += fmt::format("{}{}", b ? "," : "", b < 3 ? stem * 100 + b : 1000 + r * 10 + b);
-    }
-    const int input = (blocks - 1) * 512 + 1 + static_cast<int>(rng.below(512));
-    if (r >= first) {
-      text += fmt::format(
-          "{{\"timestamp\": {}, \"input_length\": {}, \"output_length\": 1, \"hash_ids\": [{}]}}\n",
-          r, input, ids);
-    }
-  }
-  return text;
+  const std::string all = testing::random_block_text(seed, last, 8);
+  std::size_t at = 0;
+  for (int line = 0; line < first; ++line) at = all.find('\n', at) + 1;
+  return all.substr(at);
 }
 
 tools::Trace block_trace(int first, int last) {
@@ -187,31 +168,17 @@ TEST_CASE(
   // Interrupted: the first part in a child, killed with SIGKILL once its last request has run
   // (its writes still in flight, nothing drained, no destructor), then the rest on the same path.
   const std::string dir = testing::disk_dir("killed");
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::close(ready[0]);
-    try {
-      disk::DiskTier tier(disk_config(dir, 100000));
-      tools::CacheReplayConfig config = cache_config(&tier);
-      config.at_end = [&](const RadixTree&) {
-        if (::write(ready[1], "d", 1) == 1) ::pause();  // killed here
-      };
-      tools::replay_cache(before, config);
-    } catch (...) {
-    }
-    ::_exit(3);
-  }
-  ::close(ready[1]);
-  pollfd wait_for{ready[0], POLLIN, 0};
-  REQUIRE(::poll(&wait_for, 1, 120000) == 1);
-  ::close(ready[0]);
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFSIGNALED(status));
+  testing::run_and_kill(
+      [&](const auto& done) {
+        disk::DiskTier tier(disk_config(dir, 100000));
+        tools::CacheReplayConfig config = cache_config(&tier);
+        config.at_end = [&](const RadixTree&) {
+          done();
+          ::pause();  // killed here
+        };
+        tools::replay_cache(before, config);
+      },
+      std::chrono::microseconds(0));
 
   uint64_t first_disk_pages = 0;
   const tools::ReplayResult rest = replay_on(after, dir, [&](const disk::DiskTier& tier) {
