@@ -106,7 +106,7 @@ class RadixTree final {
   RadixTree(const RadixTree&) = delete;
   RadixTree& operator=(const RadixTree&) = delete;
 
-  uint32_t page_tokens() const { return page_tokens_; }
+  uint32_t page_tokens() const noexcept { return page_tokens_; }
 
   // `pages`, when given, gets the matched device page ids appended (reserve it to avoid
   // allocating).
@@ -138,28 +138,28 @@ class RadixTree final {
   // policy order (above); `evicted`, when given, gets the device page each step takes, in order: a
   // page that leaves the trie or moves to the host tier (python/src/slot_trie.h hands the slots of
   // those pages back to the engine).
-  uint64_t cached_pages() const { return cached_pages_; }
-  uint64_t evictable_pages() const { return cached_pages_ - protected_pages_; }
+  uint64_t cached_pages() const noexcept { return cached_pages_; }
+  uint64_t evictable_pages() const noexcept { return cached_pages_ - protected_pages_; }
   uint64_t evict_pages(uint64_t n, std::vector<PageId>* evicted = nullptr);
 
-  uint64_t protected_pages() const { return protected_pages_; }
+  uint64_t protected_pages() const noexcept { return protected_pages_; }
   std::size_t evictable_leaves() const { return policy_->size(); }
-  bool indexes_page(PageId page) const { return pool_.contains(page) && marked(page); }
-  const TreeStats& stats() const { return stats_; }
+  bool indexes_page(PageId page) const noexcept { return pool_.contains(page) && marked(page); }
+  const TreeStats& stats() const noexcept { return stats_; }
   // Bytes of tree metadata (nodes, token and page arrays, child tables, host parts, the per-page
   // bitmaps and page hashes), as allocated, measured through the allocator's usable sizes
   // (kv_store/heap.h).
   uint64_t metadata_bytes() const;
-  EvictionPolicy& policy() { return *policy_; }
-  const EvictionPolicy& policy() const { return *policy_; }
-  PagePool& pool() { return pool_; }
+  EvictionPolicy& policy() noexcept { return *policy_; }
+  const EvictionPolicy& policy() const noexcept { return *policy_; }
+  PagePool& pool() noexcept { return pool_; }
 
   // --- The host tier (radix/tier_config.h) ---
   // Adds a host tier to an empty tree. Throws std::invalid_argument (changing nothing) when the
   // tree caches anything, a host tier exists, the pool or copier or policy is missing, or the host
   // pool's layout differs from the device pool's.
   void add_host_tier(HostTierSetup setup);
-  bool has_host_tier() const { return host_tier_ != nullptr; }
+  bool has_host_tier() const noexcept { return host_tier_ != nullptr; }
   const PagePool* host_pool() const;
   const EvictionPolicy* host_policy() const;
   const WritePolicy* write_policy() const;
@@ -190,7 +190,7 @@ class RadixTree final {
   // --- Page hashes (radix/page_hash.h) and tier events (radix/tier_events.h) ---
   // Keeps one PageHash per cached page from now on. Only on an empty tree.
   void enable_page_hashes();
-  bool page_hashes() const { return !device_hashes_.empty(); }
+  bool page_hashes() const noexcept { return !device_hashes_.empty(); }
   // Tells `events` of every change of tiers from now on, after the observers added before it
   // (radix/tier_events.h, TierObservers); enables page hashes. Only on an empty tree; throws
   // std::invalid_argument otherwise, or for nullptr. `events` must outlive the tree.

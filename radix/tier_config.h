@@ -40,7 +40,7 @@ struct WritePolicy {
   static WritePolicy parse(std::string_view spec);
   static std::vector<std::string_view> names();
   std::string to_string() const;
-  bool write_back() const { return mode == Mode::kWriteBack; }
+  bool write_back() const noexcept { return mode == Mode::kWriteBack; }
 };
 
 // What RadixTree::add_host_tier() takes. The pool and the copier must outlive the tree.

@@ -26,7 +26,10 @@
 // A value that does not check out ends the run and is counted (bad_values): wrong KV is never
 // served. A store that fails (down, slow, restarted) makes load() return 0 at once, counted in
 // errors; while the store waits out its backoff, loads and writes are skipped (unavailable),
-// without touching the network. Nothing here throws for a store failure.
+// without touching the network. Nothing here throws for a store failure; stats() says how many
+// calls failed, how many were skipped, and the first failure's message (a wrong password shows as
+// the server's WRONGPASS), so that a caller can tell a tier that never worked from one that rode
+// out an outage.
 //
 // Prefetch (`prefetch` not kOff; SGLang HiCache's L3 prefetch policies, `--hicache-storage-
 // prefetch-policy` best_effort / timeout, are the model). prefetch(), called when a request is
@@ -102,6 +105,16 @@ struct RemoteTierStats {
   uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
   uint64_t load_wait_ns = 0;    // time load() spent waiting for the store: the caller stalled
   PrefetcherStats prefetch;     // with prefetch on
+  uint64_t answered = 0;        // store calls that completed, whole or in part (loads, writes)
+  // The first failure's message: of the tier's own calls, else of its prefetches ("": none).
+  std::string first_error;
+
+  // Store calls failed or were skipped, and none completed: the tier never worked (a wrong
+  // password, no server there), as opposed to one that rode out an outage.
+  bool never_answered() const {
+    return errors + unavailable + prefetch.errors + prefetch.unavailable > 0 &&
+           answered + prefetch.answered == 0;
+  }
 };
 
 class RemoteTier final : public RemotePages {
@@ -157,6 +170,8 @@ class RemoteTier final : public RemotePages {
   bool known(const PageHash& hash);
   std::span<const std::byte> bytes_of(Tier tier, PageId page);
   std::vector<std::string> keys_of(std::span<const PageHash> hashes) const;
+  // Counts a failed store call (errors) and keeps its message if it is the first. Either thread.
+  void count_error(std::string_view message, std::string_view detail = {}) noexcept;
 
   std::unique_ptr<RemoteStore> reader_;
   std::unique_ptr<RemoteStore> writer_store_;
@@ -177,7 +192,10 @@ class RemoteTier final : public RemotePages {
   std::atomic<uint64_t> lookups_{0}, looked_up_pages_{0}, loaded_pages_{0}, bad_values_{0},
       queued_pages_{0}, known_skipped_{0}, load_wait_ns_{0};
   // Counters both threads write.
-  std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0};
+  std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0},
+      answered_{0};
+  mutable std::mutex error_mutex_;
+  std::string first_error_;  // under error_mutex_
 
   std::mutex mutex_;
   std::condition_variable wake_, idle_;

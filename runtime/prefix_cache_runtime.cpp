@@ -61,6 +61,14 @@ std::unique_ptr<PageCopier> own_copier(const PagePool& device, const TierConfig&
   }
 }
 
+// The host tier's pool, claimed as the device pool is: no other runtime may use it, as device or
+// host pool. (The host pool being the device pool itself is left to the tree, which says so.)
+std::optional<PagePool::Claim> claim_host_pool(const PagePool& device, const TierConfig& tiers) {
+  if (tiers.host.pool == nullptr || tiers.host.pool == &device) return std::nullopt;
+  return std::optional<PagePool::Claim>(std::in_place, *tiers.host.pool,
+                                        "PrefixCacheRuntime's host tier");
+}
+
 // The pages that hold `tokens` tokens, the last one maybe partly.
 uint32_t pages_to_hold(uint64_t tokens, uint32_t page_tokens) {
   return static_cast<uint32_t>((tokens + page_tokens - 1) / page_tokens);
@@ -96,6 +104,7 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
                                        const TierConfig& tiers)
     : pool_(pool),
       claim_(pool, "PrefixCacheRuntime"),
+      host_claim_(claim_host_pool(pool, tiers)),
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       tree_(pool, config.policy.make()),
@@ -223,7 +232,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
       tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint_for(request));
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
-  for (PageId page : s.block_table) pool_.retain(page);
+  pool_.retain(s.block_table);
   // The device run; a host run follows it (MatchResult), loaded into pages allocated below.
   const uint32_t matched_pages = static_cast<uint32_t>(s.block_table.size());
 
@@ -275,7 +284,11 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.request_class = request.request_class;
   s.load_ticket = ticket;
   s.locked = match.node;
-  s.tokens.assign(request.prompt.begin(), request.prompt.end());
+  if (cache_only) {
+    s.borrowed_tokens = request.prompt;
+  } else {
+    s.own_tokens.assign(request.prompt.begin(), request.prompt.end());
+  }
   ++live_;
   uint32_t remote_tokens = 0;
   if (remote_ != nullptr) {
@@ -319,10 +332,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
 // sequence's) and cached at once, as if computed (the sequence locks them). Returns how many.
 uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint32_t cut_pages) {
   if (cut_pages <= local_pages) return 0;
-  const PageHash parent = chain_page_hashes(s.name_space, s.tokens, page_tokens_, local_pages,
+  const PageHash parent = chain_page_hashes(s.name_space, s.tokens(), page_tokens_, local_pages,
                                             cut_pages - local_pages, remote_hashes_);
-  const std::span<const TokenId> tokens =
-      std::span<const TokenId>(s.tokens).subspan(size_t{local_pages} * page_tokens_);
+  const std::span<const TokenId> tokens = s.tokens().subspan(size_t{local_pages} * page_tokens_);
   const std::span<const PageId> device_pages =
       std::span<const PageId>(s.block_table).subspan(local_pages, cut_pages - local_pages);
   const uint32_t loaded = staging_
@@ -391,7 +403,7 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
         s.request_id));
   }
   ExtendResult result;
-  if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
+  if (s.own_tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
     const AllocResult alloc = allocator_.allocate(1, s.block_table);
     result.evicted_pages = alloc.evicted_pages;
     stats_.evicted_pages += alloc.evicted_pages;
@@ -403,7 +415,7 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
     }
     result.new_page = true;
   }
-  s.tokens.push_back(token);
+  s.own_tokens.push_back(token);
   ++stats_.decode_tokens;
   end_call();
   return result;
@@ -411,11 +423,11 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
 
 void PrefixCacheRuntime::check_computed(const Sequence& s, uint32_t computed_tokens,
                                         const char* operation) const {
-  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens.size()) {
+  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens().size()) {
     throw std::invalid_argument(fmt::format(
         "PrefixCacheRuntime::{}: request {} cannot have {} computed tokens: it has {} already and "
         "{} tokens in all",
-        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens.size()));
+        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens().size()));
   }
 }
 
@@ -443,7 +455,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   // Only what follows the committed prefix is new to the walk: insert below the locked node that
   // ends it, instead of re-reading the whole prefix from the root.
   const size_t from = size_t{s.committed_pages} * page_tokens_;
-  const std::span<const TokenId> rest(s.tokens.data() + from,
+  const std::span<const TokenId> rest(s.tokens().data() + from,
                                       size_t{full_pages} * page_tokens_ - from);
   const InsertResult inserted =
       tree_.insert_below(s.locked, rest,
@@ -571,7 +583,8 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
   pool_.release(s.block_table);
   tree_.unlock(s.locked);
   s.block_table.clear();
-  s.tokens.clear();
+  s.own_tokens.clear();
+  s.borrowed_tokens = {};
   s.locked = nullptr;
   s.load_ticket = 0;
   s.state = end_state;

@@ -155,7 +155,8 @@ enum class AdmitMode : uint8_t {
   // the whole pages after it only, as many as the pool can give once everything evictable is
   // evicted (AdmitResult::uncached_pages: the rest, which the caller does not cache). The partial
   // last page is neither matched nor cached, and the sequence cannot decode (append_token throws).
-  // kNoSpace only when a host run to load finds no device pages; never kTooLarge.
+  // kNoSpace only when a host run to load finds no device pages; never kTooLarge. The prompt is
+  // read in place, not copied: the caller keeps it alive and unchanged until the sequence ends.
   kCacheOnly,
 };
 
@@ -187,14 +188,14 @@ struct AdmitResult {
   uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
   uint64_t short_pages = 0;             // when refused: pages still missing
   uint32_t uncached_pages = 0;          // kCacheOnly: whole prompt pages that got no page
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 struct ExtendResult {
   RuntimeStatus status = RuntimeStatus::kOk;
   bool new_page = false;  // a page was allocated for the token
   uint64_t evicted_pages = 0;
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 struct CommitResult {
@@ -231,8 +232,8 @@ class PrefixCacheRuntime {
   // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
   // std::invalid_argument for a bad budget, policy (a factory that returns none is one), write
   // policy or host tier, a remote tier over a device pool on a GPU without a host tier (its
-  // pages have to be staged through host memory), std::logic_error when the pool is in use
-  // (above).
+  // pages have to be staged through host memory), std::logic_error when the pool or the host
+  // tier's pool is in use (above: another runtime's device or host pool, or pages held).
   PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {},
                      const TierConfig& tiers = {});
   ~PrefixCacheRuntime();
@@ -266,12 +267,12 @@ class PrefixCacheRuntime {
   // The state a handle's sequence ended in (or kRunning); nullopt for a handle never issued or
   // whose slot has been reused since.
   std::optional<SeqState> state(SeqHandle seq) const;
-  uint32_t live_sequences() const { return live_; }
+  uint32_t live_sequences() const noexcept { return live_; }
 
   // The caller's clock in seconds (a trace's arrival times), passed to the policy with every access
   // (AccessHint::now) from now on; policies with a retention period read it. Starts at 0.
-  void set_now(double seconds) { now_ = seconds; }
-  double now() const { return now_; }
+  void set_now(double seconds) noexcept { now_ = seconds; }
+  double now() const noexcept { return now_; }
 
   // Evicts up to n evictable device cache pages in policy order (to the host tier under
   // write-back); returns how many were released. `evicted`, when given, gets the device page of
@@ -310,13 +311,13 @@ class PrefixCacheRuntime {
 
   // Read-only views. The tree is for dumps, verify() and its statistics; only the runtime
   // changes it.
-  const RuntimeStats& stats() const { return stats_; }
-  uint32_t page_tokens() const { return page_tokens_; }
-  uint64_t cached_pages() const { return tree_.cached_pages(); }
+  const RuntimeStats& stats() const noexcept { return stats_; }
+  uint32_t page_tokens() const noexcept { return page_tokens_; }
+  uint64_t cached_pages() const noexcept { return tree_.cached_pages(); }
   // Cached pages no live sequence pins: what eviction could free for an allocation now.
-  uint64_t evictable_pages() const { return tree_.evictable_pages(); }
-  const RadixTree& tree() const { return tree_; }
-  const PagePool& pool() const { return pool_; }
+  uint64_t evictable_pages() const noexcept { return tree_.evictable_pages(); }
+  const RadixTree& tree() const noexcept { return tree_; }
+  const PagePool& pool() const noexcept { return pool_; }
   const CacheBudget& budget() const { return allocator_.budget(); }
   // The host tier's budget; nullptr without a host tier.
   const CacheBudget* host_budget() const { return host_budget_ ? &*host_budget_ : nullptr; }
@@ -342,6 +343,7 @@ class PrefixCacheRuntime {
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
+  std::optional<PagePool::Claim> host_claim_;  // the host tier's pool, likewise
   uint32_t page_tokens_;
   std::unique_ptr<PageCopier> own_copier_;  // when TierConfig names none; outlives tree_
   RadixTree tree_;

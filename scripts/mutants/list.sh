@@ -123,7 +123,10 @@ mutant pool-exact-fit-refused kv_store/page_pool.cpp \
   'if (n > free_pages()) return false;' 'if (n >= free_pages()) return false;'
 mutant pool-list-release-no-undo kv_store/page_pool.cpp \
   "a refused list release does not restore the references it already dropped" \
-  'for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);' ''
+  'for (std::size_t j = 0; j < i; ++j) ++counts[pages[j] - first];' ''
+mutant pool-list-retain-no-undo kv_store/page_pool.cpp \
+  "a refused list retain keeps the references it already added" \
+  'for (std::size_t j = 0; j < i; ++j) --counts[pages[j] - first];' ''
 mutant pool-peak-not-tracked kv_store/page_pool.cpp \
   "the pool's peak use is never recorded" \
   'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
@@ -134,8 +137,14 @@ mutant pool-partition-ids-from-zero kv_store/page_pool.cpp \
   never_used_ = first_;' '  ++parent.partitions_;
   refcount_ = zeroed_counts(capacity_);
   never_used_ = 0;'
+mutant layout-page-unchecked kv_store/kv_layout.cpp \
+  "a layout is validated on the size of a token only, so a page may still wrap past 2^64" \
+  'checked_size(*this, true);  // the page' 'checked_size(*this, false);  // the page'
 
 # ---- runtime/: the adapter
+mutant runtime-host-pool-unclaimed runtime/prefix_cache_runtime.cpp \
+  "the runtime leaves its host tier's pool unclaimed (a comparison the wrong way round)" \
+  'if (tiers.host.pool == nullptr || tiers.host.pool == &device) return std::nullopt;' 'if (tiers.host.pool == nullptr || tiers.host.pool != &device) return std::nullopt;'
 mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
   "admit tells the model to start at position 0 after a reused prefix (mistral.rs)" \
   'result.position_offset = reused;' 'result.position_offset = 0;'
@@ -144,7 +153,7 @@ mutant runtime-match-whole-prompt runtime/prefix_cache_runtime.cpp \
   '(prompt_tokens - 1) / page_tokens_ * page_tokens_' 'prompt_tokens / page_tokens_ * page_tokens_'
 mutant runtime-match-not-retained runtime/prefix_cache_runtime.cpp \
   "admit shares the matched pages without taking a reference on them" \
-  'for (PageId page : s.block_table) pool_.retain(page);' ''
+  'pool_.retain(s.block_table);' ''
 mutant runtime-commit-no-watermark runtime/prefix_cache_runtime.cpp \
   "commit skips the high/low watermark enforcement" \
   'if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();' ''
@@ -164,7 +173,7 @@ mutant runtime-abort-no-watermark runtime/prefix_cache_runtime.cpp \
   'stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish' ''
 mutant runtime-decode-page-early runtime/prefix_cache_runtime.cpp \
   "decode takes a new page one token before the last one is full" \
-  'if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {' 'if (s.tokens.size() + 1 == size_t{s.block_table.size()} * page_tokens_) {'
+  'if (s.own_tokens.size() == size_t{s.block_table.size()} * page_tokens_) {' 'if (s.own_tokens.size() + 1 == size_t{s.block_table.size()} * page_tokens_) {'
 mutant runtime-stale-handle runtime/prefix_cache_runtime.cpp \
   "a handle from a slot's earlier generation is taken for the current one" \
   'if (s.generation != seq.generation) {' 'if (s.generation < seq.generation) {'
@@ -288,7 +297,16 @@ mutant router-feed-stale-stamp router/event_feed.cpp \
 mutant router-feed-duplicate-applied router/event_feed.cpp \
   "a PUB batch already applied through replay is applied again" \
   'if (s < w.next_seq) return;  // already applied (through replay)' ''
+# ---- events/: endpoints
+mutant endpoint-ipv4-as-host-name events/endpoint.cpp \
+  "a dotted quad is checked as a host name (digits are letters of one), so 256.1.1.1 passes" \
+  'if (host.find_first_not_of("0123456789.") == std::string_view::npos) {' 'if (host.find_first_not_of("0123456789") == std::string_view::npos) {'
+
 # ---- remote/
+mutant remote-writes-not-answers remote/remote_tier.cpp \
+  "a write the store took does not count as an answer: a tier that only writes never worked" \
+  '++answered_;
+      stored_pages_ += result.stored;' 'stored_pages_ += result.stored;'
 mutant remote-bad-value-served remote/remote_tier.cpp \
   "a value whose header does not check out is loaded anyway" \
   'if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {' 'if (check_page_value(*values[loaded], expected, &payload) == ValueCheck::kMagic) {'

@@ -5,7 +5,7 @@ add_library(radixkv_test_events STATIC event_script.cpp)
 target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
 
 radixkv_add_test(test_events
-  SOURCES test_event_codec.cpp test_event_batcher.cpp
+  SOURCES test_event_codec.cpp test_event_batcher.cpp test_endpoint.cpp
   LIBS radixkv_test_events radixkv::xxhash msgpackc-cxx)
 
 radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp

@@ -22,6 +22,7 @@
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
+#include "tools/cli/output_path.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/remote_flags.h"
 #include "tools/cli/tier_flags.h"
@@ -274,6 +275,8 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
     }
     if (cli.given("--plot"))
       throw UsageError(fmt::format("{}: needs --sweep", cli.describe("--plot")));
+  } else {
+    check_output_path(cli, "--plot", f.plot);  // written after every run of the sweep
   }
   const std::string several_runs = cli.given("--sweep")        ? "--sweep"
                                    : cli.given("--sweep-host") ? "--sweep-host"
@@ -562,7 +565,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   std::optional<EventsOutput> events;
   if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
   const std::unique_ptr<remote::RemoteTier> remote =
-      make_remote_tier(cli, f.remote, plan.layout, f.model);
+      make_remote_tier(cli, f.remote, plan.layout, f.model, err);
   const std::unique_ptr<disk::DiskTier> disk = make_disk_tier(cli, f.disk, plan.layout, f.model);
 
   const auto load_start = std::chrono::steady_clock::now();
@@ -613,7 +616,8 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
   out.flush();  // the report is out before the linger
   const bool events_ok = !events || events->close(err);
-  return status == kExitOk && !(pages_dumped && events_ok) ? kExitFailure : status;
+  const bool remote_ok = !remote || check_remote_answered(*remote, err);
+  return status == kExitOk && !(pages_dumped && events_ok && remote_ok) ? kExitFailure : status;
 }
 
 }  // namespace radixkv::tools
