@@ -37,7 +37,8 @@ class UringIo final : public DiskIo {
   UringIo(int fd, unsigned depth) : fd_(fd), depth_(depth) {
     const int err = io_uring_queue_init(depth, &ring_, 0);
     if (err < 0) {
-      throw IoUringUnavailable(fmt::format("io_uring_queue_init: {}", std::strerror(-err)));
+      throw IoUringUnavailable(
+          fmt::format("io_uring unavailable here, io_uring_queue_init: {}", std::strerror(-err)));
     }
   }
   ~UringIo() override {

@@ -104,9 +104,11 @@ DiskTier::DiskTier(DiskTierConfig config)
     try {
       io_ = make_uring_io(file_->fd(), depth);
     } catch (const IoUringUnavailable& e) {
-      if (config_.io == IoMode::kUring) throw;
+      if (config_.io == IoMode::kUring) {
+        throw IoUringUnavailable(fmt::format("disk tier {}: {}", config_.path, e.what()));
+      }
       io_ = make_sync_io(file_->fd(), depth);
-      io_note_ = fmt::format("io_uring unavailable: {}", e.what());
+      io_note_ = e.what();
     }
   }
   if (config_.direct && !file_->direct()) {

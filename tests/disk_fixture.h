@@ -17,11 +17,13 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "disk/disk_io.h"
 #include "disk/disk_tier.h"
 #include "kv_store/page_pool.h"
 #include "radix/page_hash.h"
@@ -159,6 +161,16 @@ inline uint64_t disk_bytes(const std::string& dir) {
     if (entry.is_regular_file()) bytes += disk::round_up_to_block(entry.file_size());
   }
   return bytes;
+}
+
+// Why io_uring cannot be set up here (nullopt: it can), as the tier's IoUringUnavailable says.
+inline std::optional<std::string> io_uring_missing() {
+  try {
+    disk::make_uring_io(-1, 1);  // a ring of one entry, never used
+    return std::nullopt;
+  } catch (const disk::IoUringUnavailable& e) {
+    return e.what();
+  }
 }
 
 // Runs `body` in a child process and kills it with SIGKILL `delay` after the child has said it is

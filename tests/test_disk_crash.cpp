@@ -128,6 +128,7 @@ uint64_t check_after_kill(const std::string& dir, WriterIo io, uint64_t& torn) {
 
 TEST_CASE("disk crash: a writer killed at random points, restarted, serves only whole pages" *
           doctest::timeout(120)) {
+  if (const auto why = testing::io_uring_missing()) RADIXKV_SKIP_OUTSIDE_CI(*why);
   for (const WriterIo io : kWriterIos) {
     const std::string mode =
         fmt::format("{}{}", disk::to_string(io.io), io.direct ? "" : ", buffered");

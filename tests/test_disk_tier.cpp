@@ -1,12 +1,23 @@
 // The disk tier (disk/disk_tier.h) on files under the test's scratch folder: pages written as they
-// leave the trie and read back byte for byte (io_uring and pread/pwrite), a restart serving them
-// at once, another layout refused, the byte budget and LRU over disk leaves, corrupted and torn
-// slots as counted misses, the prefix rule, write policies under a runtime (with and without a
-// host tier), and the configuration's errors.
+// leave the trie and read back byte for byte (io_uring and pread/pwrite; where io_uring is
+// refused, pread/pwrite saying why), a restart serving them at once, another layout refused, the
+// byte budget and LRU over disk leaves, corrupted and torn slots as counted misses, the prefix
+// rule, write policies under a runtime (with and without a host tier), and the configuration's
+// errors.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <iterator>
 #include <map>
 #include <system_error>
 
@@ -68,6 +79,7 @@ void flip_byte(const DiskTier& tier, uint32_t slot, uint64_t at) {
 }
 
 TEST_CASE("disk tier: pages that leave the trie load back byte for byte (io_uring and pread)") {
+  if (const auto why = testing::io_uring_missing()) RADIXKV_SKIP_OUTSIDE_CI(*why);
   for (const disk::IoMode io : {disk::IoMode::kUring, disk::IoMode::kSync}) {
     CAPTURE(disk::to_string(io));
     PagePool pool(kLayout, 64, make_host_backend());
@@ -100,6 +112,76 @@ TEST_CASE("disk tier: pages that leave the trie load back byte for byte (io_urin
     tier.verify(testing::no_trie_pages);
     CHECK(pool.free_pages() == 64);
   }
+}
+
+// Makes io_uring_setup fail with EPERM in this process from now on, as a seccomp filter of a
+// container or kernel.io_uring_disabled does; false when the kernel takes no filter.
+bool refuse_io_uring() {
+  sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+TEST_CASE(
+    "disk tier: where io_uring is refused, auto mode uses pread/pwrite and says why, io_uring mode "
+    "is refused naming the path") {
+  // In a child process, since the filter lasts as long as the process. It writes back what the
+  // tier said: its description, pages loaded and wrong ones, and io_uring mode's refusal.
+  const std::string dir = testing::disk_dir("no-uring");
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(out[0]);
+    if (!refuse_io_uring()) ::_exit(2);
+    std::string said;
+    try {
+      {
+        PagePool pool(kLayout, 16, make_host_backend());
+        DiskTier tier(config_for(dir, 16));
+        tier.attach_pools(&pool, nullptr);
+        const PagePath path = PagePath::counting(0, 4, P);
+        testing::feed_pages(tier, pool, path, 0, 4);
+        tier.drain();
+        uint64_t wrong = 0;
+        const uint32_t loaded = testing::load_pages(tier, pool, path, 0, 4, &wrong);
+        said = fmt::format("{}\n{} loaded, {} wrong\n", tier.describe(), loaded, wrong);
+      }
+      try {
+        DiskTier tier(config_for(dir, 16, "write_back", disk::IoMode::kUring));
+        said += "io_uring mode opened";
+      } catch (const disk::IoUringUnavailable& e) {
+        said += e.what();
+      }
+    } catch (const std::exception& e) {
+      said += fmt::format("failed: {}", e.what());
+    }
+    const bool sent = ::write(out[1], said.data(), said.size()) == ssize_t(said.size());
+    ::_exit(sent ? 0 : 3);
+  }
+  ::close(out[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, size_t(n));
+  ::close(out[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 2) RADIXKV_SKIP_OUTSIDE_CI("this kernel takes no seccomp filter");
+  REQUIRE(WEXITSTATUS(status) == 0);
+  INFO(said);
+  const std::string why =
+      fmt::format("io_uring unavailable here, io_uring_queue_init: {}", std::strerror(EPERM));
+  CHECK(said.starts_with(dir + " (pread/pwrite, "));
+  CHECK(said.find(why + ")\n4 loaded, 0 wrong\n") != std::string::npos);
+  CHECK(said.ends_with(fmt::format("\ndisk tier {}: {}", dir, why)));
 }
 
 TEST_CASE("disk tier: a page still being written is served from its buffer") {

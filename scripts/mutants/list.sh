@@ -375,3 +375,9 @@ mutant disk-recovery-keeps-unreachable disk/disk_index.cpp \
 mutant disk-inflight-read-from-file disk/disk_tier.cpp \
   "a page whose write is still queued is read from its slot on file, not from the write's buffer" \
   'if (const auto w = writing_.find(r.slot); w != writing_.end()) {' 'if (const auto w = writing_.find(r.slot); false && w != writing_.end()) {'
+mutant disk-lower-tier-asked-under-first-parent runtime/lower_tiers.cpp \
+  "the tier under the disk is asked for the rest of the run under the run's first parent" \
+  'loaded == 0 ? parent : hashes[loaded - 1], hashes.subspan(loaded, count - loaded),' 'parent, hashes.subspan(loaded, count - loaded),'
+mutant disk-replay-remote-hits-count-disk tools/replay/cache_replay.cpp \
+  "the replay counts the disk's part of a lower-tier run as the remote tier's hits too" \
+  'result_.remote.hit_tokens += admitted.remote_hit_tokens - disk_tokens;' 'result_.remote.hit_tokens += admitted.remote_hit_tokens;'
