@@ -22,6 +22,7 @@
 #include <system_error>
 
 #include "disk/disk_tier.h"
+#include "runtime/lower_tiers.h"
 #include "runtime/prefix_cache_runtime.h"
 #include "tests/cache_fixture.h"
 #include "tests/disk_fixture.h"
@@ -583,6 +584,35 @@ std::vector<std::vector<TokenId>> prompts() {
     }
   }
   return out;
+}
+
+TEST_CASE("disk tier under another (LowerTiers): the lower tier serves the rest of the run") {
+  // Two disk tiers, the upper holding the first pages of a path, the lower all of them: each checks
+  // a page's parent and tokens, so the lower one loads the rest only when asked under the right
+  // parent, with the rest's tokens.
+  PagePool pool(kLayout, 32, make_host_backend());
+  DiskTier upper(config_for(testing::disk_dir("upper"), 16));
+  DiskTier lower(config_for(testing::disk_dir("lower"), 16));
+  upper.attach_pools(&pool, nullptr);
+  lower.attach_pools(&pool, nullptr);
+  const PagePath path = PagePath::counting(0, 10, P);
+  testing::feed_pages(upper, pool, path, 0, 4);
+  testing::feed_pages(lower, pool, path, 0, 10);
+  LowerTiers tiers({&upper, &lower});
+  for (const uint32_t first : {0u, 2u}) {
+    CAPTURE(first);
+    const uint32_t count = 10 - first;
+    std::vector<PageId> pages;
+    REQUIRE(pool.allocate(count, pages));
+    CHECK(tiers.load(path.parent(first), std::span(path.hashes).subspan(first),
+                     path.tokens_from(first), pool, pages) == count);
+    CHECK(tiers.last_load() == std::vector<uint32_t>{4 - first, 6});
+    for (uint32_t i = 0; i < count; ++i) {
+      CHECK(testing::holds_page(pool.host_bytes(pages[i]), path.hashes[first + i]));
+    }
+    pool.release(pages);
+  }
+  CHECK(upper.stats().bad_pages + lower.stats().bad_pages == 0);
 }
 
 TEST_CASE(
