@@ -34,6 +34,10 @@ struct AccessHint {
   // an agentic request's type), a small integer the caller assigns; 0 when unknown. Policies may
   // learn per class; none has to.
   uint16_t request_class = 0;
+  // False for an access that continues a request already counted (SGLang's chunked insert: the
+  // next chunk of a chunked prefill): the tree stamps the path but does not count a hit, so that
+  // a request does not inflate the hits of the nodes its own earlier chunks created.
+  bool counts_as_hit = true;
 };
 
 struct EvictionEntry {

@@ -54,6 +54,8 @@ class RankQueuePolicy : public EvictionPolicy {
   // of late_, O(k) in the queued entries ranked at or below it (the victims named before it),
   // giving up past kMaxScan of them.
   const EvictionEntry* next_victim_after(const EvictionEntry& entry) const override;
+  // The order is by rank alone, and victim() records nothing.
+  bool victim_stays_first() const override { return true; }
   bool contains(const EvictionEntry& entry) const override {
     return entry.queue_position != 0 || entry.set_hook.is_linked();
   }

@@ -135,7 +135,7 @@ void RadixTree::touch_path_in(RadixNode* node, const AccessHint& hint) {
   const uint64_t tick = ++clock_;
   for (RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent_) {
     x->last_access = tick;
-    ++x->hits;
+    if (hint.counts_as_hit) ++x->hits;
     x->priority = hint.priority;
     x->output_tokens = hint.output_tokens;
     x->last_access_s = hint.now;
@@ -466,18 +466,25 @@ uint64_t RadixTree::evict_pages(uint64_t n, std::vector<PageId>* evicted) {
   uint64_t released = 0;
   VictimLookahead lookahead(*policy_, pool_);
   // The policy names the victim before every page: after a leaf loses its tail page, another leaf
-  // may rank first (Belady's bound does; for LRU and the others the same leaf comes back).
-  for (; released < n; ++released) {
+  // may rank first (Belady's bound does). A policy whose victim stays first until it is gone is
+  // asked once per leaf, and the leaf's pages go as one run (at page size 1, a page per token).
+  const bool runs = policy_->victim_stays_first();
+  while (released < n) {
     EvictionEntry* entry = policy_->victim();
     if (entry == nullptr) break;
     auto* leaf = static_cast<RadixNode*>(entry);
     lookahead.on_victim(leaf);
-    // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
-    const PageId page = leaf->page_array()[--leaf->pages];
-    if (evicted != nullptr) evicted->push_back(page);
-    marked(page) = false;
-    pool_.release(page);
-    --cached_pages_;
+    const uint32_t take =
+        runs ? static_cast<uint32_t>(std::min<uint64_t>(leaf->pages, n - released)) : 1;
+    // Pages leave from the tail: the leaf keeps its first page, so its key among siblings holds.
+    for (uint32_t i = 0; i < take; ++i) {
+      const PageId page = leaf->page_array()[--leaf->pages];
+      if (evicted != nullptr) evicted->push_back(page);
+      marked(page) = false;
+      pool_.release(page);
+    }
+    cached_pages_ -= take;
+    released += take;
     if (leaf->pages == 0) {
       --leaf->parent_->device_children_;
       remove_leaf(leaf);
