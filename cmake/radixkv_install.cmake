@@ -1,6 +1,6 @@
 # `cmake --install`: the public headers under include/radixkv/<folder>/, the libraries, the
 # radixkv command (when built), the CMake package radixkv::* (lib/cmake/radixkv), radixkv.pc and
-# (with radixkv::remote) radixkv-remote.pc.
+# (with radixkv::remote) radixkv-remote.pc, (with radixkv::disk) radixkv-disk.pc.
 include(CMakePackageConfigHelpers)
 
 get_property(radixkv_libraries GLOBAL PROPERTY RADIXKV_LIBRARIES)
@@ -51,5 +51,12 @@ if(TARGET radixkv_remote)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/radixkv-remote.pc.in
                  ${PROJECT_BINARY_DIR}/radixkv-remote.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/radixkv-remote.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
+# radixkv-disk.pc: radixkv::disk on top of radixkv.pc, with liburing in Requires as above.
+if(TARGET radixkv_disk)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/radixkv-disk.pc.in
+                 ${PROJECT_BINARY_DIR}/radixkv-disk.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/radixkv-disk.pc
           DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endif()

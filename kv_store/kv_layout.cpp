@@ -1,6 +1,7 @@
 #include "kv_store/kv_layout.h"
 
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <array>
 #include <span>
@@ -106,6 +107,17 @@ std::vector<std::string_view> KvLayout::preset_names() {
   std::vector<std::string_view> names;
   for (const Preset& p : kPresets) names.push_back(p.name);
   return names;
+}
+
+uint64_t kv_layout_id(const KvLayout& layout, std::string_view model) {
+  std::string bytes = "radixkv-kv-layout-v1";
+  const uint32_t fields[] = {layout.layers, layout.kv_heads, layout.head_dim, layout.dtype_bytes,
+                             layout.page_tokens};
+  for (const uint32_t field : fields) {
+    for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(field >> (8 * i)));
+  }
+  bytes += model;
+  return XXH3_64bits(bytes.data(), bytes.size());
 }
 
 }  // namespace radixkv

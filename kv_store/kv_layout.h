@@ -40,4 +40,9 @@ struct KvLayout {
   static std::vector<std::string_view> preset_names();
 };
 
+// The identity of one model's KV pages, which the tiers below the trie (remote/, disk/) name pages
+// by: XXH3-64 of "radixkv-kv-layout-v1", the layout's five fields (u32 LE each, in declaration
+// order) and the model's name. KV of one model is never served to another, even of the same shape.
+uint64_t kv_layout_id(const KvLayout& layout, std::string_view model);
+
 }  // namespace radixkv

@@ -47,14 +47,7 @@ std::string encode_header(uint64_t layout, const PageHash& parent, std::span<con
 }  // namespace
 
 uint64_t layout_id(const KvLayout& layout, std::string_view model) {
-  std::string bytes = "radixkv-kv-layout-v1";
-  const std::size_t at = bytes.size();
-  bytes.resize(at + 20);
-  const uint32_t fields[] = {layout.layers, layout.kv_heads, layout.head_dim, layout.dtype_bytes,
-                             layout.page_tokens};
-  for (std::size_t i = 0; i < 5; ++i) put_le<uint32_t>(bytes, at + 4 * i, fields[i]);
-  bytes += model;
-  return XXH3_64bits(bytes.data(), bytes.size());
+  return kv_layout_id(layout, model);
 }
 
 std::string page_key(std::string_view prefix, uint64_t layout, const PageHash& hash) {

@@ -33,8 +33,9 @@ namespace radixkv::remote {
 inline constexpr std::size_t kPageHeaderBytes = 56;
 inline constexpr uint16_t kPageFormatVersion = 1;
 
-// XXH3-64 of "radixkv-kv-layout-v1", the layout's five fields (u32 LE each) and the model's name:
-// KV of one model is never served to another, even of the same shape.
+// kv_layout_id() (kv_store/kv_layout.h): XXH3-64 of "radixkv-kv-layout-v1", the layout's five
+// fields (u32 LE each) and the model's name: KV of one model is never served to another, even of
+// the same shape.
 uint64_t layout_id(const KvLayout& layout, std::string_view model);
 
 std::string page_key(std::string_view prefix, uint64_t layout, const PageHash& hash);

@@ -19,7 +19,9 @@ packages=(g++ cmake make libboost-dev libmimalloc-dev libfmt-dev doctest-dev lib
           # the Python module (python/) and its tests
           pybind11-dev python3-dev python3-pytest python3-numpy
           # the remote tier (remote/) and the Redis its tests start (scripts/with-redis.sh)
-          libhiredis-dev redis-server redis-tools)
+          libhiredis-dev redis-server redis-tools
+          # the disk tier (disk/)
+          liburing-dev)
 # torch is optional for the module; CI installs it so that the tests that need it run (under
 # CI=true they fail rather than skip without it: tests/python/conftest.py).
 [[ ${CI:-} == true ]] && packages+=(python3-torch)

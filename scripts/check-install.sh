@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs a built tree into a temporary prefix and takes it in as another project would:
 #   1. examples/embed configured with -DCMAKE_PREFIX_PATH=<prefix>, built and run (and, when the
-#      build has radixkv::remote, its embed_remote, which links it and hiredis);
+#      build has radixkv::remote, its embed_remote, which links it and hiredis; with radixkv::disk,
+#      its embed_disk, which links it and liburing);
 #   2. the same main.cpp compiled with `pkg-config --cflags --libs radixkv`, and run (and
-#      remote.cpp with radixkv-remote.pc);
+#      remote.cpp with radixkv-remote.pc, disk.cpp with radixkv-disk.pc);
 #   3. every installed header compiled on its own (none may need a header that is not installed),
 #      and no internal header installed: none named *_internals.h, none that only its own
 #      folder's sources include (cmake/radixkv_library.cmake, INTERNAL_HEADERS);
@@ -35,6 +36,9 @@ fail() {
 # The remote tier is installed when the build has it (RADIXKV_BUILD_REMOTE, on with the tools).
 remote=OFF
 grep -q '^RADIXKV_BUILD_REMOTE:BOOL=ON' "$build_dir/CMakeCache.txt" && remote=ON
+# So is the disk tier (RADIXKV_BUILD_DISK, likewise).
+disk=OFF
+grep -q '^RADIXKV_BUILD_DISK:BOOL=ON' "$build_dir/CMakeCache.txt" && disk=ON
 
 step "cmake --install $build_dir --prefix <tmp>"
 cmake --install "$build_dir" --prefix "$prefix" >"$scratch/install.log" ||
@@ -70,13 +74,16 @@ fi
 
 step "examples/embed with find_package(radixkv) from the prefix"
 cmake -S examples/embed -B "$scratch/embed" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release -DEMBED_REMOTE=$remote >"$scratch/embed.log" 2>&1 ||
+  -DCMAKE_BUILD_TYPE=Release -DEMBED_REMOTE=$remote -DEMBED_DISK=$disk >"$scratch/embed.log" 2>&1 ||
   fail "configure examples/embed: $(cat "$scratch/embed.log")"
 cmake --build "$scratch/embed" >>"$scratch/embed.log" 2>&1 ||
   fail "build examples/embed: $(cat "$scratch/embed.log")"
 "$scratch/embed/embed" || fail "examples/embed exited with $?"
 if [[ $remote == ON ]]; then
   "$scratch/embed/embed_remote" || fail "examples/embed's embed_remote exited with $?"
+fi
+if [[ $disk == ON ]]; then
+  "$scratch/embed/embed_disk" || fail "examples/embed's embed_disk exited with $?"
 fi
 
 step "examples/embed/main.cpp with pkg-config"
@@ -92,6 +99,13 @@ if [[ $remote == ON ]]; then
     $(pkg-config --cflags --libs radixkv-remote) || fail "pkg-config build of remote.cpp"
   LD_LIBRARY_PATH=$libdir "$scratch/embed-remote-pc" ||
     fail "the pkg-config build of remote.cpp exited with $?"
+fi
+if [[ $disk == ON ]]; then
+  # shellcheck disable=SC2046
+  $cxx -std=c++20 examples/embed/disk.cpp -o "$scratch/embed-disk-pc" \
+    $(pkg-config --cflags --libs radixkv-disk) || fail "pkg-config build of disk.cpp"
+  LD_LIBRARY_PATH=$libdir "$scratch/embed-disk-pc" ||
+    fail "the pkg-config build of disk.cpp exited with $?"
 fi
 
 step "every installed header on its own"
@@ -142,7 +156,7 @@ root=$(pwd)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S examples/embed -B "$scratch/sub" -DRADIXKV_SOURCE_DIR="$root" -DRADIXKV_WERROR=ON "${launcher[@]}" \
-  -DEMBED_REMOTE=$remote \
+  -DEMBED_REMOTE=$remote -DEMBED_DISK=$disk \
   -DRADIXKV_CUDA=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >"$scratch/sub.log" 2>&1 ||
   fail "configure with add_subdirectory: $(cat "$scratch/sub.log")"
 cmake --build "$scratch/sub" -j2 >>"$scratch/sub.log" 2>&1 ||
@@ -150,6 +164,9 @@ cmake --build "$scratch/sub" -j2 >>"$scratch/sub.log" 2>&1 ||
 "$scratch/sub/embed" || fail "examples/embed (add_subdirectory) exited with $?"
 if [[ $remote == ON ]]; then
   "$scratch/sub/embed_remote" || fail "embed_remote (add_subdirectory) exited with $?"
+fi
+if [[ $disk == ON ]]; then
+  "$scratch/sub/embed_disk" || fail "embed_disk (add_subdirectory) exited with $?"
 fi
 for target in radixkv radixkv_bench test_runtime; do
   [[ ! -e $(find "$scratch/sub" -name "$target" -type f -print -quit) ]] ||

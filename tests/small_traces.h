@@ -35,13 +35,13 @@ inline tools::Trace generated_trace(const tools::GenConfig& config) {
   return tools::parse_native(tools::generate_native(config), "gen");
 }
 
-// A random Mooncake-style trace of 512-token blocks with prefix-hashed block ids: each request
-// extends one of five shared stems of up to three blocks with blocks of its own.
-inline tools::Trace random_block_trace(uint64_t seed, int requests) {
+// A random Mooncake-style trace of 512-token blocks with prefix-hashed block ids, as text: each
+// request extends one of `stems` shared stems of up to three blocks with blocks of its own.
+inline std::string random_block_text(uint64_t seed, int requests, int stems = 5) {
   tools::Rng rng(seed);
   std::string text;
   for (int r = 0; r < requests; ++r) {
-    const int stem = static_cast<int>(rng.below(5));
+    const int stem = static_cast<int>(rng.below(static_cast<uint64_t>(stems)));
     const int blocks = 1 + static_cast<int>(rng.below(6));
     std::string ids;
     for (int b = 0; b < blocks; ++b) {
@@ -53,7 +53,12 @@ inline tools::Trace random_block_trace(uint64_t seed, int requests) {
         "{{\"timestamp\": {}, \"input_length\": {}, \"output_length\": 1, \"hash_ids\": [{}]}}\n",
         r, input, ids);
   }
-  return tools::parse_mooncake(text, "random");
+  return text;
+}
+
+// The same, parsed.
+inline tools::Trace random_block_trace(uint64_t seed, int requests) {
+  return tools::parse_mooncake(random_block_text(seed, requests), "random");
 }
 
 }  // namespace radixkv::testing

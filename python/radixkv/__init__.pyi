@@ -68,7 +68,9 @@ class PrefixCacheRuntime:
         low_watermark: float = 0.85, policy: str = "lru", host_pool: Optional[PagePool] = None,
         host_cache_bytes: int = 0, host_high_watermark: float = 1.0,
         host_low_watermark: float = 1.0, host_policy: str = "lru",
-        write_policy: str = "write_back", page_hashes: bool = False
+        write_policy: str = "write_back", page_hashes: bool = False,
+        disk_path: Optional[str] = None, disk_capacity_bytes: int = 0, disk_policy: str = "lru",
+        disk_write_policy: str = "write_back", model: str = ""
     ) -> None: ...
     def admit(
         self, prompt: Tokens, *, request_id: int = 0, namespace: int = 0, priority: int = 35

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "arrays.h"
 #include "bindings.h"
+#include "disk/disk_tier.h"
 #include "eviction/policy_registry.h"
 #include "exclusive.h"
 #include "kv_store/heap.h"
@@ -34,13 +36,21 @@ namespace radixkv::python {
 namespace {
 
 struct BoundRuntime {
-  BoundRuntime(PagePool& pool, const RuntimeConfig& config, const TierConfig& tiers)
-      : runtime(pool, config, tiers) {}
+  // `disk`: the disk tier under the runtime, owned here (nullptr: none); it outlives the runtime.
+  BoundRuntime(PagePool& pool, const RuntimeConfig& config, TierConfig tiers,
+               std::unique_ptr<disk::DiskTier> disk_tier)
+      : disk(std::move(disk_tier)),
+        runtime(pool, config, with_disk(std::move(tiers), disk.get())) {}
+  static TierConfig with_disk(TierConfig tiers, disk::DiskTier* tier) {
+    if (tier != nullptr) tiers.remote = tier;
+    return tiers;
+  }
   // For the calls that only read: refused while another thread is inside a call that changes it.
   const PrefixCacheRuntime& read() const {
     check_idle(busy, "PrefixCacheRuntime");
     return runtime;
   }
+  std::unique_ptr<disk::DiskTier> disk;
   PrefixCacheRuntime runtime;
   std::atomic<bool> busy{false};
 };
@@ -94,6 +104,17 @@ py::dict stats_dict(const RuntimeStats& s) {
   d["uncached_pages"] = s.uncached_pages;
   d["peak_cached_pages"] = s.peak_cached_pages;
   return d;
+}
+
+// The disk tier's counters, as the replay's JSON names them.
+void add_disk_stats(py::dict& d, const disk::DiskTier& tier, uint32_t page_tokens) {
+  const disk::DiskTierStats s = tier.stats();
+  d["disk_hit_tokens"] = s.loaded_pages * page_tokens;
+  d["disk_loaded_pages"] = s.loaded_pages;
+  d["disk_written_pages"] = s.written_pages;
+  d["disk_evictions"] = s.evictions;
+  d["disk_bad_pages"] = s.bad_pages;
+  d["disk_recovered_pages"] = s.recovered_pages;
 }
 
 std::string status_name(RuntimeStatus status) {
@@ -224,7 +245,9 @@ void bind_runtime(py::module_& m) {
                        double low_watermark, std::string policy, PagePool* host_pool,
                        uint64_t host_cache_bytes, double host_high_watermark,
                        double host_low_watermark, std::string host_policy, std::string write_policy,
-                       bool page_hashes) {
+                       bool page_hashes, std::optional<std::string> disk_path,
+                       uint64_t disk_capacity_bytes, std::string disk_policy,
+                       std::string disk_write_policy, std::string model) {
              RuntimeConfig config;
              config.cache_bytes = cache_bytes;
              config.high_watermark = high_watermark;
@@ -238,7 +261,15 @@ void bind_runtime(py::module_& m) {
              tiers.host.policy = std::move(host_policy);
              tiers.host.write_policy = std::move(write_policy);
              tiers.page_hashes = page_hashes;
-             return std::make_unique<R>(pool, config, tiers);
+             std::unique_ptr<disk::DiskTier> disk;
+             if (disk_path) {
+               disk::DiskTierConfig d{*disk_path, pool.layout(), std::move(model),
+                                      disk_capacity_bytes};
+               d.policy = std::move(disk_policy);
+               d.write_policy = std::move(disk_write_policy);
+               disk = std::make_unique<disk::DiskTier>(std::move(d));
+             }
+             return std::make_unique<R>(pool, config, tiers, std::move(disk));
            }),
            py::arg("pool"), py::kw_only(), py::arg("cache_bytes") = 0,
            py::arg("high_watermark") = 0.95, py::arg("low_watermark") = 0.85,
@@ -246,9 +277,15 @@ void bind_runtime(py::module_& m) {
            py::arg("host_cache_bytes") = 0, py::arg("host_high_watermark") = 1.0,
            py::arg("host_low_watermark") = 1.0, py::arg("host_policy") = "lru",
            py::arg("write_policy") = "write_back", py::arg("page_hashes") = false,
-           py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
+           py::arg("disk_path") = py::none(), py::arg("disk_capacity_bytes") = 0,
+           py::arg("disk_policy") = "lru", py::arg("disk_write_policy") = "write_back",
+           py::arg("model") = "", py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
            "host_pool adds a host tier under `pool` (docs/tiers.md): its own budget, policy and\n"
-           "write policy ('write_back', 'write_through', 'write_through_selective[:hits=N]').")
+           "write policy ('write_back', 'write_through', 'write_through_selective[:hits=N]').\n"
+           "disk_path adds a disk tier (docs/tiers.md, 'The disk tier') in that directory, with\n"
+           "its byte budget disk_capacity_bytes, policy and write policy; a runtime made later on\n"
+           "the same path and layout (and `model`, which keeps models of one shape apart) finds\n"
+           "its pages again.")
       .def(
           "admit",
           [](R& self, py::handle prompt, uint64_t request_id, Namespace ns, int32_t priority) {
@@ -397,7 +434,12 @@ void bind_runtime(py::module_& m) {
       .def(
           "check_accounting", [](const R& self) { return self.read().check_accounting(); },
           "Verifies every page's refcount; returns the private page count.")
-      .def("stats", [](const R& self) { return stats_dict(self.read().stats()); })
+      .def("stats",
+           [](const R& self) {
+             py::dict d = stats_dict(self.read().stats());
+             if (self.disk) add_disk_stats(d, *self.disk, self.runtime.page_tokens());
+             return d;
+           })
       .def(
           "metrics",
           [](const R& self) {

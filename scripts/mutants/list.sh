@@ -419,3 +419,31 @@ mutant runtime-partial-no-copy runtime/prefix_cache_runtime.cpp \
 mutant runtime-partial-last-token runtime/prefix_cache_runtime.cpp \
   "partial-page reuse may take the last prompt token, whose logits must be computed" \
   ': s.prompt_tokens - 1;' ': s.prompt_tokens;'
+mutant disk-payload-not-checked disk/disk_tier.cpp \
+  "a page loaded from disk is checked by its head only: a torn or corrupted payload is served" \
+  'if (check_slot(slot, layout_id_, geometry_, header) != SlotCheck::kOk) return false;' 'if (check_slot_head(slot, layout_id_, geometry_, header) != SlotCheck::kOk) return false;'
+mutant disk-evicts-inner-pages disk/disk_index.cpp \
+  "the disk evicts pages that have children on disk, stranding them" \
+  'return s.state == State::kStored && id != keep_ && !children_.contains(s.hash);' 'return s.state == State::kStored && id != keep_;'
+mutant disk-reclaim-one-level disk/disk_index.cpp \
+  "a parent's loss reclaims its children on disk but not theirs" \
+  'stack.push_back(slots_[c].hash);' ''
+mutant disk-lost-parent-child-written disk/disk_tier.cpp \
+  "a page whose parent left the trie unwritten in the same call is written anyway" \
+  'if ((!first && parent == kNoSlot && lost_.contains(page.parent)) ||' 'if ((false) ||'
+mutant disk-recovery-older-copy-wins disk/disk_index.cpp \
+  "recovery keeps the oldest copy of a page written twice, not the newest" \
+  'return a.header.generation < b.header.generation;' 'return a.header.generation > b.header.generation;'
+mutant disk-recovery-keeps-unreachable disk/disk_index.cpp \
+  "recovery keeps pages whose chain reaches no first page on disk" \
+  'removed_ = {};
+  reclaim_unanchored();' 'removed_ = {};'
+mutant disk-inflight-read-from-file disk/disk_tier.cpp \
+  "a page whose write is still queued is read from its slot on file, not from the write's buffer" \
+  'if (const auto w = writing_.find(r.slot); w != writing_.end()) {' 'if (const auto w = writing_.find(r.slot); false && w != writing_.end()) {'
+mutant disk-lower-tier-asked-under-first-parent runtime/lower_tiers.cpp \
+  "the tier under the disk is asked for the rest of the run under the run's first parent" \
+  'loaded == 0 ? parent : hashes[loaded - 1], hashes.subspan(loaded, count - loaded),' 'parent, hashes.subspan(loaded, count - loaded),'
+mutant disk-replay-remote-hits-count-disk tools/replay/cache_replay.cpp \
+  "the replay counts the disk's part of a lower-tier run as the remote tier's hits too" \
+  'result_.remote.hit_tokens += admitted.remote_hit_tokens - disk_tokens;' 'result_.remote.hit_tokens += admitted.remote_hit_tokens;'

@@ -398,6 +398,46 @@ def test_host_tier_keeps_evicted_pages_and_loads_them_back_with_their_bytes():
     runtime.check_accounting()
 
 
+def test_disk_tier_keeps_pages_across_runtimes_with_their_bytes(tmp_path):
+    layout = radixkv.KvLayout(layers=1, kv_heads=1, head_dim=4, dtype_bytes=2, page_tokens=4)
+    path = str(tmp_path / "disk")
+    prompt = list(range(13))  # 3 whole pages + 1
+
+    def runtime_on_disk():
+        device = radixkv.PagePool(layout, 8, backend="host")
+        return device, radixkv.PrefixCacheRuntime(
+            device, disk_path=path, disk_capacity_bytes=1 << 20, disk_write_policy="write_through",
+            model="tiny")
+
+    device, runtime = runtime_on_disk()
+    first = runtime.admit(prompt)
+    for i, page in enumerate(first.block_table[:3]):
+        device.page(int(page))[:] = 20 + i  # the "KV" the model wrote
+    runtime.commit(first.seq, 13)
+    runtime.finish(first.seq)
+    assert runtime.stats()["disk_hit_tokens"] == 0
+    del runtime, device  # the disk tier writes what it queued as it closes
+
+    device, runtime = runtime_on_disk()  # as a restarted server would
+    stats = runtime.stats()
+    assert stats["disk_recovered_pages"] == 3 and stats["disk_bad_pages"] == 0
+    again = runtime.admit(prompt)
+    assert again.reused_tokens == 12 and again.device_hit_tokens == 0
+    for i, page in enumerate(again.block_table[:3]):
+        assert set(device.page(int(page))) == {20 + i}  # the bytes came back from the drive
+    stats = runtime.stats()
+    assert stats["disk_hit_tokens"] == 12 and stats["disk_loaded_pages"] == 3
+    runtime.abort(again.seq)
+    runtime.check_accounting()
+    with pytest.raises(RuntimeError, match="in use by another process"):
+        radixkv.PrefixCacheRuntime(radixkv.PagePool(layout, 8, backend="host"), disk_path=path,
+                                   disk_capacity_bytes=1 << 20, model="tiny")
+    del runtime, device
+    with pytest.raises(ValueError, match="never mixed"):
+        radixkv.PrefixCacheRuntime(radixkv.PagePool(layout, 8, backend="host"), disk_path=path,
+                                   disk_capacity_bytes=1 << 20, model="another")
+
+
 def test_bad_write_policy_is_a_value_error_naming_the_known_ones():
     layout = radixkv.KvLayout(page_tokens=4)
     with pytest.raises(ValueError, match="write_through"):

@@ -19,6 +19,7 @@
 #include "tools/cli/cli.h"
 #include "tools/cli/cluster_cli.h"
 #include "tools/cli/config_file.h"
+#include "tools/cli/disk_flags.h"
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
@@ -82,6 +83,7 @@ struct ReplayFlags {
   EngineFlags engine;
   TierFlags tiers;
   RemoteFlags remote;
+  DiskFlags disk;
   EventsFlags events;
   ClusterFlags cluster;
 };
@@ -156,6 +158,7 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   declare_engine_flags(cli, f.engine);
   declare_tier_flags(cli, f.tiers);
   declare_remote_flags(cli, f.remote);
+  declare_disk_flags(cli, f.disk);
   declare_events_flags(cli, f.events);
   declare_cluster_flags(cli, f.cluster);
 }
@@ -315,6 +318,16 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
         "not with {} (each run would read the pages the previous one wrote)", several_runs);
   }
   check_remote_flags(cli, remote_refusal);
+  std::string disk_refusal;
+  if (f.mode == "cluster") {
+    disk_refusal = "not in cluster mode (its workers have no disk tier yet)";
+  } else if (cli.given("--no-cache")) {
+    disk_refusal = "not with --no-cache (a run with caching off reads no cache)";
+  } else if (!several_runs.empty()) {
+    disk_refusal = fmt::format("not with {} (each run would read the pages the previous one wrote)",
+                               several_runs);
+  }
+  check_disk_flags(cli, engine, disk_refusal);
   if (!engine && cli.given("--remote-prefetch")) {
     throw UsageError(fmt::format("{}: engine mode only (cache mode queues no request to prefetch)",
                                  cli.describe("--remote-prefetch")));
@@ -453,7 +466,8 @@ void reserve_tree_memory(const Trace& trace, const std::vector<CacheReplayConfig
 
 std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& f,
                                          const ReplayPlan& plan, ProgressBar& progress,
-                                         const ReplayHooks& hooks, remote::RemoteTier* remote) {
+                                         const ReplayHooks& hooks, remote::RemoteTier* remote,
+                                         disk::DiskTier* disk) {
   std::shared_ptr<const NextUseIndex> belady_index;
   if (std::find(plan.policies.begin(), plan.policies.end(), kBeladyPolicyName) !=
       plan.policies.end()) {
@@ -475,6 +489,7 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.partial_reuse = f.partial_reuse;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
         config.remote = remote;  // one cell only: --remote is refused with --sweep
+        config.disk = disk;      // likewise
         if (remote != nullptr && f.remote.wait_writes) {
           config.before_request = [remote, then = config.before_request](std::size_t request) {
             remote->drain();
@@ -586,6 +601,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
   const std::unique_ptr<remote::RemoteTier> remote =
       make_remote_tier(cli, f.remote, plan.layout, f.model, err);
+  const std::unique_ptr<disk::DiskTier> disk = make_disk_tier(cli, f.disk, plan.layout, f.model);
   std::optional<MetricsEndpoint> endpoint;
   if (cli.given("--metrics-listen")) {
     try {
@@ -635,6 +651,9 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
     config.events = hooks.events;
     config.at_end = hooks.at_end;
     config.remote = remote.get();
+    config.disk = disk.get();
+    config.disk_read_gbps = f.disk.read_gbps;
+    config.disk_write_gbps = f.disk.write_gbps;
     if (remote && f.remote.wait_writes) config.before_step = [&remote] { remote->drain(); };
     config.miss_ratio_curve = f.mrc || endpoint;
     std::optional<MetricsPublisher> publisher;
@@ -644,7 +663,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
                                f.json, out, err, hooks.report);
   } else {
     std::vector<ReplayResult> results =
-        run_cache_mode(trace, f, plan, progress, hooks, remote.get());
+        run_cache_mode(trace, f, plan, progress, hooks, remote.get(), disk.get());
     status = report_cache_mode(results, trace, cli, f, out, err);
   }
   out.flush();  // the report is out before the linger

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "disk/disk_tier.h"
 #include "eviction/cache_budget.h"
 #include "kv_store/page_pool.h"
 #include "remote/remote_tier.h"
@@ -91,6 +92,7 @@ class CacheReplayer {
     if (host_) describe_host_tier();
     if (config.remote != nullptr) result_.remote.store = config.remote->describe();
     if (config.partial_reuse) result_.partial_hit_tokens = 0;
+    if (config.disk != nullptr) result_.disk.path = config.disk->describe();
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
   }
@@ -99,7 +101,7 @@ class CacheReplayer {
 
  private:
   RuntimeConfig runtime_config() const;
-  TierConfig tier_config() const;
+  TierConfig tier_config();
   void describe_host_tier();
   void replay_request(std::size_t i);
   void finish_run();
@@ -109,6 +111,7 @@ class CacheReplayer {
   const uint32_t page_tokens_;
   PagePool pool_;
   std::unique_ptr<HostTierPages> host_;  // before runtime_, which uses it until destroyed
+  std::unique_ptr<LowerTiers> lower_;    // with a disk and a remote tier; as host_
   std::unique_ptr<PrefixCacheRuntime> runtime_;
   TokenExpander expander_;
   LatencyRecorder admit_, finish_;
@@ -132,8 +135,9 @@ RuntimeConfig CacheReplayer::runtime_config() const {
   return runtime;
 }
 
-TierConfig CacheReplayer::tier_config() const {
-  return replay_tiers(config_.host, host_.get(), config_.remote, config_.events);
+TierConfig CacheReplayer::tier_config() {
+  return replay_tiers(config_.host, host_.get(), lower_tiers(config_.disk, config_.remote, lower_),
+                      config_.events);
 }
 
 // The host tier's part of the report, with the watermarks of its budget as given, not as cut to
@@ -166,6 +170,7 @@ void CacheReplayer::replay_request(std::size_t i) {
   if (tokens.empty()) return;
   runtime_->set_now(request.arrival_s);
 
+  const uint64_t disk_pages = config_.disk != nullptr ? config_.disk->stats().loaded_pages : 0;
   const Clock::time_point t0 = Clock::now();
   const AdmitResult admitted = runtime_->admit({.id = i,
                                                 .name_space = request.ns,
@@ -190,7 +195,12 @@ void CacheReplayer::replay_request(std::size_t i) {
   const uint32_t matched_pages = (admitted.device_hit_tokens + admitted.host_hit_tokens) /
                                  page_tokens_;  // local hits; remote ones were cached as new
   result_.hit_tokens += admitted.reused_tokens;
-  result_.remote.hit_tokens += admitted.remote_hit_tokens;
+  // The tiers below come back as one run: the disk's part, then the remote's.
+  const uint64_t disk_tokens =
+      config_.disk != nullptr ? (config_.disk->stats().loaded_pages - disk_pages) * page_tokens_
+                              : 0;
+  result_.disk.hit_tokens += disk_tokens;
+  result_.remote.hit_tokens += admitted.remote_hit_tokens - disk_tokens;
   if (result_.partial_hit_tokens) *result_.partial_hit_tokens += admitted.partial_hit_tokens;
   result_.inserted_pages += pages - matched_pages;
   result_.uncached_pages += admitted.uncached_pages;
@@ -236,6 +246,9 @@ void CacheReplayer::finish_run() {
   if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();
   if (config_.remote != nullptr) {
     result_.remote = remote_replay_result(*config_.remote, result_.remote.hit_tokens);
+  }
+  if (config_.disk != nullptr) {
+    result_.disk = disk_replay_result(*config_.disk, result_.disk.hit_tokens);
   }
 }
 

@@ -36,6 +36,8 @@
 // match: the leading run it holds counts as hit tokens (and remote hit tokens) and is cached
 // locally like computed pages (with a host tier, through its staging pages, as the runtime loads
 // them: runtime/remote_staging.h). The remote tier is drained before the result is read.
+// With a disk tier (config.disk) the same, the disk tier asked first and the remote tier for the
+// rest of the run (runtime/lower_tiers.h); its hits count as hit tokens and disk hit tokens.
 // At the end the page accounting identity (capacity = free + cached, no private pages) and
 // tree.verify() are checked once, the tree is destroyed, and every page not back on the free list
 // counts as leaked. A violation is reported in the result (ReplayResult::ok()), not thrown.
@@ -55,6 +57,9 @@
 
 namespace radixkv::remote {
 class RemoteTier;
+}
+namespace radixkv::disk {
+class DiskTier;
 }
 
 namespace radixkv::tools {
@@ -79,6 +84,8 @@ struct CacheReplayConfig {
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned); nullptr: none.
   remote::RemoteTier* remote = nullptr;
+  // The disk tier under the cache, above the remote tier (not owned); nullptr: none.
+  disk::DiskTier* disk = nullptr;
   // An observer of the replayed cache's tier events (radix/tier_events.h, e.g. an
   // events::EventBatcher), told after the remote tier: every change of its pages, one flush per
   // request; nullptr: none. Must outlive the replay.

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "disk/disk_tier.h"
 #include "kv_store/page_pool.h"
 #include "remote/remote_tier.h"
 #include "runtime/prefix_cache_runtime.h"
@@ -55,9 +56,10 @@ class EngineRunner {
             pool_,
             RuntimeConfig{pool_.capacity_bytes(), config.high_watermark, config.low_watermark,
                           config.policy},
-            replay_tiers(host != nullptr ? *host : HostTierReplayConfig{}, host_pages_.get(),
-                         primary && use_cache ? config.remote : nullptr,
-                         primary ? config.events : nullptr))),
+            replay_tiers(
+                host != nullptr ? *host : HostTierReplayConfig{}, host_pages_.get(),
+                primary && use_cache ? lower_tiers(config.disk, config.remote, lower_) : nullptr,
+                primary ? config.events : nullptr))),
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
@@ -69,6 +71,12 @@ class EngineRunner {
       scheduler_->set_load_gate({[this](uint64_t id, const AdmitResult& r) { admitted(id, r); },
                                  [this](uint64_t id) { return load_ready(id); }});
     }
+    if (primary && use_cache && config.disk != nullptr) {
+      disk_ = config.disk;
+      drive_.emplace(pool_.bytes_per_page(), config.disk_read_gbps, config.disk_write_gbps,
+                     config.disk->config().queue_pages);
+      disk_seen_ = config.disk->stats();
+    }
   }
 
   EngineRun run(CacheSide& side);
@@ -77,6 +85,7 @@ class EngineRunner {
   static std::unique_ptr<HostTierPages> host_pages(const PagePool& pool, const Trace& trace,
                                                    const HostTierReplayConfig* host);
   double remote_wait_seconds();
+  double disk_wait_seconds();
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
   uint64_t new_written_pages();
   void admitted(uint64_t id, const AdmitResult& r);
@@ -92,6 +101,7 @@ class EngineRunner {
   const std::vector<uint32_t>& order_;
   PagePool pool_;
   std::unique_ptr<HostTierPages> host_pages_;  // outlives runtime_
+  std::unique_ptr<LowerTiers> lower_;          // with a disk and a remote tier; as host_pages_
   std::unique_ptr<PrefixCacheRuntime> runtime_;
   std::unique_ptr<Scheduler> scheduler_;
   TokenExpander expander_;
@@ -104,6 +114,10 @@ class EngineRunner {
   std::vector<double> loaded_at_;  // per device page (by id - first): when its last load ends
   uint64_t written_seen_ = 0;
   uint64_t remote_wait_seen_ns_ = 0;
+  // With a disk tier (primary run only): its drive, and its counters at the last look.
+  disk::DiskTier* disk_ = nullptr;
+  std::optional<DiskEngine> drive_;
+  disk::DiskTierStats disk_seen_;
   std::size_t next_arrival_ = 0;  // position in order_ of the next request to submit
 };
 
@@ -163,6 +177,17 @@ double EngineRunner::remote_wait_seconds() {
   return static_cast<double>(fresh) * 1e-9;
 }
 
+// Time the disk tier's drive has held this thread since the last call: the pages admit read from
+// it, and any wait for room in its write queue.
+double EngineRunner::disk_wait_seconds() {
+  if (!drive_) return 0;
+  const disk::DiskTierStats now = disk_->stats();
+  const double wait = drive_->stall(now_, now.loaded_pages - disk_seen_.loaded_pages,
+                                    now.queued_pages - disk_seen_.queued_pages);
+  disk_seen_ = now;
+  return wait;
+}
+
 bool EngineRunner::load_ready(uint64_t id) {
   const auto it = copies_done_.find(id);
   if (it == copies_done_.end()) return true;
@@ -201,8 +226,8 @@ void EngineRunner::step() {
   // Write-backs of the previous step's commits and finishes occupy the D2H engine from now.
   if (copies_) copies_->write(now_, new_written_pages());
   const StepReport& step = scheduler_->step();
-  now_ +=
-      config_.cost.step_seconds(step.prefill_tokens, step.decode_tokens) + remote_wait_seconds();
+  now_ += config_.cost.step_seconds(step.prefill_tokens, step.decode_tokens) +
+          remote_wait_seconds() + disk_wait_seconds();
   for (uint64_t id : step.first_token) ttft_.push_back(now_ - trace_.requests[id].arrival_s);
   if (!step.finished.empty()) last_finish_ = now_;
   run_.finished += step.finished.size();
@@ -348,8 +373,16 @@ ReplayResult replay_engine(const Trace& trace, const EngineReplayConfig& config)
     engine.h2d_gbps = config.host.h2d_gbps;
     engine.d2h_gbps = config.host.d2h_gbps;
   }
+  // The tiers below come back as one run: the disk's part, then the remote's.
+  uint64_t disk_tokens = 0;
+  if (config.disk != nullptr && !config.no_cache) {
+    disk_tokens = config.disk->stats().loaded_pages * config.layout.page_tokens;
+    result.disk = disk_replay_result(*config.disk, disk_tokens);
+    result.disk.read_gbps = config.disk_read_gbps;
+    result.disk.write_gbps = config.disk_write_gbps;
+  }
   if (config.remote != nullptr && !config.no_cache) {
-    result.remote = remote_replay_result(*config.remote, side.remote_hit_tokens);
+    result.remote = remote_replay_result(*config.remote, side.remote_hit_tokens - disk_tokens);
   }
   result.wall_seconds = side.wall_seconds;
   result.cache_seconds = side.admit.total_seconds() + side.finish.total_seconds();

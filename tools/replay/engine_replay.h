@@ -31,6 +31,13 @@
 //     tier is drained before the result is read. The baselines run without it. Each request is
 //     prefetched (PrefixCacheRuntime::prefetch) when it is queued: with the tier's prefetch on,
 //     its lookup runs on the tier's reader thread meanwhile.
+//   - With a disk tier (EngineReplayConfig::disk; with a remote tier too, the disk is asked
+//     first), admit reads its pages synchronously as well, so their time on the drive is added to
+//     the step's simulated clock: pages read x page bytes / disk_read_gbps (priced, not the
+//     replay's own wall time, so the run repeats). Its writes are queued and cost nothing until
+//     the tier's queue (queue_pages) is full: a step that queues faster than disk_write_gbps
+//     drains waits for the room it needs (DiskEngine). Disk pages reach the device as remote ones
+//     do (an H2D copy each with a host tier).
 //   - At the end the run checks, with no live sequence: check_accounting() (refcounts, the
 //     identity capacity = free + cached + private, tree.verify()), then destroys the runtime and
 //     counts every page not back on the free list as leaked.
@@ -50,6 +57,9 @@
 
 namespace radixkv::remote {
 class RemoteTier;
+}
+namespace radixkv::disk {
+class DiskTier;
 }
 
 namespace radixkv::tools {
@@ -73,6 +83,11 @@ struct EngineReplayConfig {
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned; above); nullptr: none.
   remote::RemoteTier* remote = nullptr;
+  // The disk tier under the cache, above the remote tier (not owned; above); nullptr: none. Its
+  // drive's bandwidths, for the clock.
+  disk::DiskTier* disk = nullptr;
+  double disk_read_gbps = 6.0;
+  double disk_write_gbps = 4.0;
   // The replayed cache's tier events (radix/tier_events.h, e.g. an events::EventBatcher): every
   // change of its pages, one flush per runtime call; nullptr: none. Must outlive the replay.
   TierEvents* events = nullptr;

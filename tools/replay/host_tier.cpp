@@ -6,8 +6,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "disk/disk_tier.h"
 #include "kv_store/page_copier.h"
 #include "radix/tier_config.h"
+#include "remote/remote_tier.h"
 
 namespace radixkv::tools {
 
@@ -67,6 +69,14 @@ TierConfig replay_tiers(const HostTierReplayConfig& host, HostTierPages* pages, 
   return tiers;
 }
 
+RemotePages* lower_tiers(disk::DiskTier* disk, remote::RemoteTier* remote,
+                         std::unique_ptr<LowerTiers>& chain) {
+  if (disk == nullptr) return remote;
+  if (remote == nullptr) return disk;
+  chain = std::make_unique<LowerTiers>(std::vector<RemotePages*>{disk, remote});
+  return chain.get();
+}
+
 CopyEngine::CopyEngine(uint64_t bytes_per_page, double h2d_gbps, double d2h_gbps)
     : h2d_s_per_page_(static_cast<double>(bytes_per_page) / (h2d_gbps * 1e9)),
       d2h_s_per_page_(static_cast<double>(bytes_per_page) / (d2h_gbps * 1e9)) {}
@@ -81,6 +91,20 @@ double CopyEngine::load(double start, uint64_t pages) {
   if (pages == 0) return start;
   h2d_free_ = std::max(start, h2d_free_) + h2d_s_per_page_ * static_cast<double>(pages);
   return h2d_free_;
+}
+
+DiskEngine::DiskEngine(uint64_t bytes_per_page, double read_gbps, double write_gbps,
+                       uint64_t queue_pages)
+    : read_s_per_page_(static_cast<double>(bytes_per_page) / (read_gbps * 1e9)),
+      write_s_per_page_(static_cast<double>(bytes_per_page) / (write_gbps * 1e9)),
+      queue_pages_(queue_pages) {}
+
+double DiskEngine::stall(double now, uint64_t reads, uint64_t writes) {
+  const double reading = static_cast<double>(reads) * read_s_per_page_;
+  write_free_ = std::max(write_free_, now) + static_cast<double>(writes) * write_s_per_page_;
+  // What is queued beyond the tier's queue waits for the drive.
+  const double backlog = write_free_ - now - static_cast<double>(queue_pages_) * write_s_per_page_;
+  return reading + std::max(0.0, backlog);
 }
 
 }  // namespace radixkv::tools

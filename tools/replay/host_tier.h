@@ -17,7 +17,15 @@
 
 #include "kv_store/page_pool.h"
 #include "radix/radix_tree.h"
+#include "runtime/lower_tiers.h"
 #include "runtime/prefix_cache_runtime.h"
+
+namespace radixkv::disk {
+class DiskTier;
+}
+namespace radixkv::remote {
+class RemoteTier;
+}
 
 namespace radixkv::tools {
 
@@ -71,6 +79,12 @@ struct HostTierPages {
 TierConfig replay_tiers(const HostTierReplayConfig& host, HostTierPages* pages, RemotePages* remote,
                         TierEvents* events);
 
+// What a replay puts below its local tiers: the disk tier, the remote tier (either nullptr: none),
+// or, with both, the disk then the remote tier as one (runtime/lower_tiers.h), made in `chain`,
+// which must outlive the runtime. nullptr with neither.
+RemotePages* lower_tiers(disk::DiskTier* disk, remote::RemoteTier* remote,
+                         std::unique_ptr<LowerTiers>& chain);
+
 // The copy engines of engine mode, one per direction (PCIe is full duplex): each runs its copies
 // one after another, and a copy takes pages x bytes per page / bandwidth. Compute overlaps both.
 //   write(now, n): n device pages evicted to the host at `now` (write-back); returns when they
@@ -89,6 +103,23 @@ class CopyEngine {
  private:
   double h2d_s_per_page_, d2h_s_per_page_;
   double h2d_free_ = 0, d2h_free_ = 0;
+};
+
+// The drive of a disk tier in engine mode. A load reads synchronously, inside admit: the
+// scheduler's thread waits pages x bytes / read bandwidth. Writes are queued and written one after
+// another at the write bandwidth; the thread waits only when the tier's queue of `queue_pages` is
+// full (its DiskTier::write_waits), for the room the new writes need. Reads and writes are priced
+// apart (a drive's reads and writes do share it: this is the lower bound).
+class DiskEngine {
+ public:
+  DiskEngine(uint64_t bytes_per_page, double read_gbps, double write_gbps, uint64_t queue_pages);
+  // Seconds the thread waits at `now` for `reads` pages read and `writes` pages queued.
+  double stall(double now, uint64_t reads, uint64_t writes);
+
+ private:
+  double read_s_per_page_, write_s_per_page_;
+  uint64_t queue_pages_;
+  double write_free_ = 0;  // when the writes queued so far are done
 };
 
 }  // namespace radixkv::tools

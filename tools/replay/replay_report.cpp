@@ -114,6 +114,19 @@ std::string format_report_text(const ReplayResult& r) {
                        group_digits(r.remote.prefetch_dropped)));
     }
   }
+  if (!r.disk.path.empty()) {
+    line("disk tier",
+         fmt::format("{}, {} ({} pages), {}, {}: {} tokens hit ({} pages loaded), {} pages "
+                     "written, {} evicted, {} unreachable reclaimed, {} bad",
+                     r.disk.path, format_bytes(r.disk.capacity_bytes), group_digits(r.disk.slots),
+                     r.disk.policy, r.disk.write_policy, group_digits(r.disk.hit_tokens),
+                     group_digits(r.disk.loaded_pages), group_digits(r.disk.written_pages),
+                     group_digits(r.disk.evictions), group_digits(r.disk.unreachable_pages),
+                     group_digits(r.disk.bad_pages)));
+    line("disk restart",
+         fmt::format("{} pages recovered in {:.3f} s", group_digits(r.disk.recovered_pages),
+                     r.disk.recovery_seconds));
+  }
   line("pages inserted", group_digits(r.inserted_pages));
   if (r.uncached_pages > 0) {
     line("pages not cached",
@@ -198,6 +211,25 @@ Json report_json(const ReplayResult& r) {
     out["remote_prefetch"] = r.remote.prefetch;
     out["remote_prefetched_pages"] = r.remote.prefetched_pages;
     out["remote_prefetch_dropped"] = r.remote.prefetch_dropped;
+  }
+  if (!r.disk.path.empty()) {
+    out["disk"] = r.disk.path;
+    out["disk_capacity_bytes"] = r.disk.capacity_bytes;
+    out["disk_slots"] = r.disk.slots;
+    out["disk_policy"] = r.disk.policy;
+    out["disk_write_policy"] = r.disk.write_policy;
+    out["disk_hit_tokens"] = r.disk.hit_tokens;
+    out["disk_loaded_pages"] = r.disk.loaded_pages;
+    out["disk_written_pages"] = r.disk.written_pages;
+    out["disk_evictions"] = r.disk.evictions;
+    out["disk_unreachable_pages"] = r.disk.unreachable_pages;
+    out["disk_bad_pages"] = r.disk.bad_pages;
+    out["disk_recovered_pages"] = r.disk.recovered_pages;
+    out["disk_recovery_seconds"] = r.disk.recovery_seconds;
+    if (r.mode == "engine") {
+      out["disk_read_gbps"] = r.disk.read_gbps;
+      out["disk_write_gbps"] = r.disk.write_gbps;
+    }
   }
   if (r.kv_events_published) out["kv_events_published"] = *r.kv_events_published;
   if (r.mrc) {

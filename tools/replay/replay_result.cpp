@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "disk/disk_tier.h"
 #include "remote/remote_tier.h"
 
 namespace radixkv::tools {
@@ -41,6 +42,26 @@ RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_t
   result.prefetch = to_string(tier.config().prefetch);
   result.prefetched_pages = s.prefetch.taken_pages;
   result.prefetch_dropped = s.prefetch.dropped;
+  return result;
+}
+
+DiskReplayResult disk_replay_result(disk::DiskTier& tier, uint64_t hit_tokens) {
+  tier.drain();
+  const disk::DiskTierStats s = tier.stats();
+  DiskReplayResult result;
+  result.path = tier.describe();
+  result.policy = tier.config().policy;
+  result.write_policy = tier.config().write_policy;
+  result.capacity_bytes = tier.config().capacity_bytes;
+  result.slots = s.slots;
+  result.hit_tokens = hit_tokens;
+  result.loaded_pages = s.loaded_pages;
+  result.written_pages = s.written_pages;
+  result.evictions = s.evictions;
+  result.unreachable_pages = s.unreachable;
+  result.bad_pages = s.bad_pages;
+  result.recovered_pages = s.recovered_pages;
+  result.recovery_seconds = static_cast<double>(s.recovery_ns) * 1e-9;
   return result;
 }
 

@@ -18,6 +18,9 @@
 namespace radixkv::remote {
 class RemoteTier;
 }
+namespace radixkv::disk {
+class DiskTier;
+}
 
 namespace radixkv::tools {
 
@@ -42,6 +45,27 @@ struct RemoteReplayResult {
 // The remote part of a replay's result, once `tier`'s writer has sent what it holds (drain()):
 // its counters, and `hit_tokens` the replay counted.
 RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_tokens);
+
+// The disk tier's part of a replay (--disk-path); `path` empty when there was none.
+struct DiskReplayResult {
+  std::string path;  // where, with the I/O engine and mode (DiskTier::describe())
+  std::string policy, write_policy;
+  uint64_t capacity_bytes = 0;
+  uint64_t slots = 0;              // pages the capacity holds
+  uint64_t hit_tokens = 0;         // prompt tokens loaded from the disk tier (in hit_tokens too)
+  uint64_t loaded_pages = 0;       // pages loaded from it
+  uint64_t written_pages = 0;      // pages written to it
+  uint64_t evictions = 0;          // pages its policy evicted to make room
+  uint64_t unreachable_pages = 0;  // pages reclaimed by the prefix rule (docs/tiers.md)
+  uint64_t bad_pages = 0;          // slots that did not check out: misses, never served
+  uint64_t recovered_pages = 0;    // pages found on the path when the run began
+  double recovery_seconds = 0;     // the scan that found them
+  double read_gbps = 0, write_gbps = 0;  // engine mode: the drive's bandwidths that priced it
+};
+
+// The disk part of a replay's result, once `tier` has written what it queued (drain()): its
+// counters, and `hit_tokens` the replay counted.
+DiskReplayResult disk_replay_result(disk::DiskTier& tier, uint64_t hit_tokens);
 
 struct ReplayResult {
   // What ran.
@@ -81,6 +105,7 @@ struct ReplayResult {
 
   HostTierResult host;        // with a host tier only (host.enabled)
   RemoteReplayResult remote;  // with a remote tier: hit_tokens counts its hits too
+  DiskReplayResult disk;      // with a disk tier: hit_tokens counts its hits too
   // Batches of KV events handed to the publisher (--kv-events); unset when not publishing.
   std::optional<uint64_t> kv_events_published;
 
