@@ -3,8 +3,13 @@
 // radix/*.cpp.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <array>
+#include <cstddef>
 #include <deque>
+#include <stdexcept>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -12,12 +17,26 @@
 
 namespace radixkv {
 
+// The bytes a policy keeps per entry, which the tree reserves in front of each entry: a multiple
+// of 8, so that the entry and the state stay aligned (eviction/eviction_entry.h). Throws
+// std::invalid_argument, its message starting with `who`, for another size.
+inline std::size_t checked_state_bytes(const EvictionPolicy& policy, std::string_view who) {
+  const std::size_t bytes = policy.state_bytes();
+  if (bytes % 8 != 0) {
+    throw std::invalid_argument(
+        fmt::format("{}: the eviction policy '{}' keeps {} bytes per entry, not a multiple of 8",
+                    who, policy.name(), bytes));
+  }
+  return bytes;
+}
+
 struct RadixTree::HostTier {
   HostTier(PagePool& pool, PageCopier& copier, std::unique_ptr<EvictionPolicy> policy,
            CacheBudget budget, WritePolicy write)
       : pool(pool),
         copier(copier),
         policy(std::move(policy)),
+        state_bytes(this->policy->state_bytes()),
         budget(budget),
         write(write),
         limit_pages(std::min<uint64_t>(budget.limit_pages(), pool.capacity_pages())),
@@ -26,6 +45,7 @@ struct RadixTree::HostTier {
   PagePool& pool;
   PageCopier& copier;
   std::unique_ptr<EvictionPolicy> policy;
+  std::size_t state_bytes;  // the host policy's, in front of every HostPart (checked_state_bytes)
   CacheBudget budget;
   WritePolicy write;
   uint64_t limit_pages;  // cached host pages the budget allows (at most the pool)
@@ -95,7 +115,7 @@ class RadixTree::EventBuffer {
 // refcount in the pool and its slot in the parent's child table (a random slot of a large table).
 // Taken one victim at a time they add up; fetched ahead they overlap. Staged by what each fetch
 // needs, each stage far enough behind the one it reads from for a miss to have come in (a few
-// victims' time): a victim's node kDepth victims ahead, its tail page id (for a long edge) and its
+// victims' time): a victim's block kDepth victims ahead, its tail page id (for a long edge) and its
 // parent's slot kArraysAt ahead, its page's refcount kRefcountAt ahead (the page id is there by
 // then). This only pays when naming the victims ahead reads none of them: LRU and FIFO keep their
 // order in an array (eviction/rank_queue_policy.h); with a policy that links its entries, naming
@@ -114,8 +134,11 @@ class RadixTree::VictimLookahead {
  public:
   static constexpr size_t kMinLeaves = 32768;
 
-  VictimLookahead(const EvictionPolicy& policy, const PagePool& pool)
-      : policy_(policy), pool_(pool), active_(policy.size() >= kMinLeaves) {}
+  VictimLookahead(const EvictionPolicy& policy, const PagePool& pool, std::size_t state_bytes)
+      : policy_(policy),
+        pool_(pool),
+        state_bytes_(state_bytes),
+        active_(policy.size() >= kMinLeaves) {}
 
   // Called with every victim, before its page is taken.
   void on_victim(const RadixNode* victim) {
@@ -130,7 +153,7 @@ class RadixTree::VictimLookahead {
     for (const RadixNode* last = count_ > 0 ? ahead(count_ - 1) : victim; count_ < kDepth;) {
       last = static_cast<const RadixNode*>(policy_.next_victim_after(*last));
       if (last == nullptr) break;
-      fetch_node(last);
+      fetch_node(last, state_bytes_);
       ahead_[(first_ + count_++) % kDepth] = last;
     }
     if (count_ > kArraysAt) fetch_arrays_and_slot(ahead(kArraysAt));
@@ -145,12 +168,13 @@ class RadixTree::VictimLookahead {
   static constexpr size_t kArraysAt = 7;
   static constexpr size_t kRefcountAt = 3;
 
-  // The two lines of a node's block that evicting it reads (radix/radix_node.h): the first (the
-  // policy's hook, pages, rank; the free writes into it) and the last (what freeing it needs, and
-  // the first page ids).
-  [[gnu::always_inline]] static void fetch_node(const RadixNode* node) {
-    __builtin_prefetch(node, 1);
-    __builtin_prefetch(&node->parent_, 1);
+  // The lines of a node's block that evicting it reads (radix/radix_node.h): from the policy's
+  // state (its links; the free writes into the block's first line) to the end of the node (what
+  // freeing it needs), followed by the first page ids. With LRU's state, in a block that starts on
+  // a line, these are the block's two lines.
+  [[gnu::always_inline]] static void fetch_node(const RadixNode* node, std::size_t state_bytes) {
+    __builtin_prefetch(reinterpret_cast<const std::byte*>(node) - state_bytes, 1);
+    __builtin_prefetch(reinterpret_cast<const std::byte*>(node + 1) - 1, 1);
   }
   // The tail page id, for a leaf of more pages than the node's last line holds, and the slot.
   [[gnu::always_inline]] static void fetch_arrays_and_slot(const RadixNode* node) {
@@ -163,6 +187,7 @@ class RadixTree::VictimLookahead {
 
   const EvictionPolicy& policy_;
   const PagePool& pool_;
+  const std::size_t state_bytes_;  // the policy's, in front of every node
   const bool active_;
   // The i-th victim after the current one.
   const RadixNode* ahead(size_t i) const { return ahead_[(first_ + i) % kDepth]; }

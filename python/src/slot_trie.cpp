@@ -17,6 +17,13 @@ class SlotTrie::VictimRecorder final : public EvictionPolicy {
   VictimRecorder(std::unique_ptr<EvictionPolicy> inner, SlotTrie& owner)
       : inner_(std::move(inner)), owner_(owner) {}
   std::string_view name() const override { return inner_->name(); }
+  std::size_t state_bytes() const override { return inner_->state_bytes(); }
+  void adopt(EvictionEntry& entry, const AccessHistory& past) override {
+    inner_->adopt(entry, past);
+  }
+  AccessHistory history(const EvictionEntry& entry) const override {
+    return inner_->history(entry);
+  }
   void add(EvictionEntry& entry) override { inner_->add(entry); }
   void remove(EvictionEntry& entry) override { inner_->remove(entry); }
   void on_access(EvictionEntry& entry, const AccessHint& hint) override {

@@ -10,10 +10,10 @@
 # ---- radix/
 mutant radix-split-hits radix/radix_tree.cpp \
   "a split does not carry the node's hit count to the new upper node" \
-  'upper->hits = node->hits;' ''
+  'const AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node);' 'AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node); node_past.hits = 0;'
 mutant radix-split-inserted-at radix/radix_tree.cpp \
   "a split gives the upper node a fresh creation time (fifo, sieve order)" \
-  'upper->inserted_at = node->inserted_at;' ''
+  'const AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node);' 'AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node); node_past.created = clock_;'
 mutant radix-split-prefix-pages radix/radix_tree.cpp \
   "a split leaves the lower node's depth (prefix_pages) where it was" \
   'node->prefix_pages += upper_pages;' ''
@@ -22,7 +22,7 @@ mutant radix-partial-page-match radix/radix_tree.cpp \
   'const uint32_t same_pages = same / page_tokens_;' 'const uint32_t same_pages = (same + page_tokens_ - 1) / page_tokens_;'
 mutant radix-touch-priority radix/radix_tree.cpp \
   "an access does not record its priority on the path" \
-  'x->priority = hint.priority;' ''
+  'AccessHint access = hint;' 'AccessHint access{kDefaultPriority, hint.now, hint.output_tokens, hint.request_class};'
 mutant radix-lock-keeps-linked radix/radix_tree.cpp \
   "locking a node leaves it linked in the policy (evictable while pinned)" \
   'if (x->lock_count_++ == 0) {' 'if (x->lock_count_++ == 0 && false) {'
@@ -40,9 +40,12 @@ mutant radix-child-erase-shift radix/child_table.cpp \
   'const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);' 'const bool home_after_hole = ((i - home) & mask) <= ((i - hole) & mask);'
 
 # ---- radix/: the host tier and the page hashes
-mutant tier-host-stale-access radix/radix_tiers.cpp \
+mutant tier-host-stale-access radix/radix_tree.cpp \
   "the host policy never sees a node's later accesses (host eviction by a stale recency)" \
-  'entry.last_access = node->last_access;' ''
+  'host_tier_->policy->on_access(*x->host_, access);' ''
+mutant tier-host-adopts-device-view radix/radix_tiers.cpp \
+  "a node's host part adopts the device policy's state of the node (what LRU keeps: no hits), not the past the tree keeps" \
+  'host_tier_->policy->adopt(*host, past(node));' 'host_tier_->policy->adopt(*host, policy_->history(*node));'
 mutant tier-writeback-drops-newest radix/radix_tiers.cpp \
   "short of host room, write-back drops the newest victims and keeps the oldest on the host" \
   'if (!on_host && to_drop == 0 && used < fresh.size()) {' 'if (!on_host && used < fresh.size()) {'
@@ -58,23 +61,27 @@ mutant page-hash-chain-first-page radix/radix_events.cpp \
 
 # ---- eviction/: every policy, the budget and the allocator
 mutant lru-add-insertion-order eviction/lru_policy.h \
-  "lru ranks a newly linked leaf by its creation instead of its last access" \
-  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+  "lru ranks an adopted entry (a host part, a split's upper half) by its creation instead of its last access" \
+  'make_state<QueueState>(entry).rank = past.last.tick;' 'make_state<QueueState>(entry).rank = past.created;'
+mutant lru-unlinked-access-lost eviction/lru_policy.h \
+  "lru ignores an access to an unlinked entry (a pinned leaf or an inner node keeps its old stamp)" \
+  '      s.rank = hint.tick;
+      return;' '      return;'
 mutant lfu-ties-insertion eviction/lfu_policy.cpp \
   "lfu breaks ties between equal hit counts by insertion order instead of recency" \
-  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+  's.rank = hint.tick;' ''
 mutant lfu-access-not-rekeyed eviction/lfu_policy.cpp \
   "lfu does not re-key a linked leaf that is hit" \
-  'if (contains(entry)) relink(entry, key);' '(void)entry;'
+  'relink(s, count);' 'return;'
 mutant fifo-rank-last-access eviction/fifo_policy.h \
   "fifo orders by last access (an lru) instead of creation" \
-  'entry.rank = entry.inserted_at;' 'entry.rank = entry.last_access;'
+  'void on_access(EvictionEntry&, const AccessHint&) override {}' 'void on_access(EvictionEntry& entry, const AccessHint& hint) override { QueueState& s = state(entry); const bool was = linked(s); if (was) remove(entry); s.rank = hint.tick; if (was) link(s); }'
 mutant slru-demote-old-stamp eviction/slru_policy.cpp \
   "slru demotion keeps the entry's old stamp instead of giving it the demotion time" \
-  'e.rank = newest_tick_;' ''
+  's.rank = newest_tick_;' ''
 mutant slru-promote-third-hit eviction/slru_policy.cpp \
   "slru promotes to protected only on the third access" \
-  'entry.hits >= 2 ? kProtected' 'entry.hits >= 3 ? kProtected'
+  's.hits >= 2 ? kProtected' 's.hits >= 3 ? kProtected'
 mutant slru-no-demotion eviction/slru_policy.cpp \
   "slru never demotes the protected excess" \
   '  demote_excess();' ''
@@ -83,16 +90,16 @@ mutant sieve-hand-restarts eviction/sieve_policy.cpp \
   'hand_ = it->rank;' 'hand_ = 0;'
 mutant sieve-new-visited eviction/sieve_policy.h \
   "sieve marks an entry visited on its creation, not only on a later hit" \
-  'if (entry.hits >= 2) entry.visited = true;' 'if (entry.hits >= 1) entry.visited = true;'
+  'if (s.hits >= 2) s.visited = true;' 'if (s.hits >= 1) s.visited = true;'
 mutant priority-never-expires eviction/priority_policy.cpp \
   "priorities never fall back to 35 after the retention" \
   '  demote_expired();' ''
 mutant priority-highest-first eviction/priority_policy.cpp \
   "the highest priority is evicted first instead of the lowest" \
-  'return static_cast<uint8_t>(std::clamp(entry.priority, kMinPriority, kMaxPriority));' 'return static_cast<uint8_t>(kMaxPriority - std::clamp(entry.priority, kMinPriority, kMaxPriority));'
+  'return static_cast<uint8_t>(std::clamp(priority, kMinPriority, kMaxPriority));' 'return static_cast<uint8_t>(kMaxPriority - std::clamp(priority, kMinPriority, kMaxPriority));'
 mutant gdsf-no-inflation eviction/gdsf_policy.cpp \
   "gdsf's inflation L never rises, so old entries never age out" \
-  'if (entry != nullptr) inflation_ = std::max(inflation_, entry->score);' ''
+  'if (entry != nullptr) inflation_ = std::max(inflation_, state(*entry).score);' ''
 mutant gdsf-cost-ignores-depth eviction/gdsf_policy.cpp \
   "gdsf prices a page without the attention over the prefix above it" \
   'static_cast<double>(entry.prefix_pages) + entry.pages / 2.0;' 'entry.pages / 2.0;'
@@ -104,7 +111,7 @@ mutant reuse-ranks-by-rate eviction/reuse_policy.cpp \
   'return -std::expm1(-rate(cls) * tau());' 'return rate(cls) * tau();'
 mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
   "reuse counts a second access at the same instant (match, then insert) as a reuse" \
-  'if (entry.visited && entry.last_access_s > entry.stamp) {' 'if (entry.visited && entry.last_access_s >= entry.stamp) {'
+  'if (s.visited && hint.now > s.last_s) {' 'if (s.visited && hint.now >= s.last_s) {'
 mutant budget-low-is-high eviction/cache_budget.cpp \
   "the watermark evicts down to high instead of low" \
   'low_pages_ = std::min(high_pages_, scaled(config.low_watermark));' 'low_pages_ = high_pages_;'
@@ -266,7 +273,7 @@ mutant belady-head-page tools/replay/belady_policy.cpp \
   'entry.prefix_pages + entry.pages - 1);' 'entry.prefix_pages);'
 mutant belady-no-revalidation tools/replay/belady_policy.cpp \
   "belady trusts a victim's key after its tail was truncated" \
-  'if (next == first.rank) return &first;' 'return &first;'
+  'if (next == first.rank) return &entry_of(first);' 'return &entry_of(first);'
 mutant belady-ignores-namespace tools/replay/belady_policy.cpp \
   "belady's page identity ignores the namespace" \
   'splitmix64(trace.requests[r].ns ^ 0x6265' 'splitmix64(0 ^ 0x6265'
