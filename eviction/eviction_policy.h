@@ -26,6 +26,10 @@
 //     after it (so the owner can look several victims ahead). nullptr when no entry follows or
 //     the policy cannot tell cheaply (the default). Only a hint: the tree uses it to prefetch
 //     the memory of the victims ahead (radix/tree_internals.h, VictimLookahead), never to decide.
+//   - next_victims_after(e, out): the same walk k = out.size() steps at once: fills out with the
+//     victims next_victim_after() names from e on, one after the other, up to the first nullptr;
+//     returns how many. By default it asks next_victim_after() for each; a policy whose walk is a
+//     loop over its own order (RankQueuePolicy's ring) runs it in one call.
 // The owner frees an unlinked entry's memory, state and all, without telling the policy.
 // A policy that wraps another forwards every call, these included.
 // The set of linked entries is exactly the set of evictable entries; size() counts them.
@@ -35,6 +39,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -57,6 +62,15 @@ class EvictionPolicy {
   virtual void on_access(EvictionEntry& entry, const AccessHint& hint) = 0;
   virtual EvictionEntry* victim() = 0;
   virtual const EvictionEntry* next_victim_after(const EvictionEntry&) const { return nullptr; }
+  virtual std::size_t next_victims_after(const EvictionEntry& entry,
+                                         std::span<const EvictionEntry*> out) const {
+    std::size_t n = 0;
+    for (const EvictionEntry* e = &entry; n < out.size(); out[n++] = e) {
+      e = next_victim_after(*e);
+      if (e == nullptr) break;
+    }
+    return n;
+  }
   virtual bool contains(const EvictionEntry& entry) const = 0;
   virtual std::size_t size() const = 0;
 };

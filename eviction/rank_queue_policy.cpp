@@ -103,11 +103,30 @@ uint64_t RankQueuePolicy::queued_after(uint64_t p) const {
   return 0;
 }
 
-const EvictionEntry* RankQueuePolicy::next_victim_after(const EvictionEntry& entry) const {
-  const QueueState& s = state(entry);
+uint64_t RankQueuePolicy::position_of(const QueueState& s) const {
   const bool named_last =
       named_ == &s && named_at_ >= head_ && named_at_ < tail_ && slot(named_at_) == &s;
-  const uint64_t position = named_last ? named_at_ : s.queue_position;
+  return named_last ? named_at_ : s.queue_position;
+}
+
+std::size_t RankQueuePolicy::next_victims_after(const EvictionEntry& entry,
+                                                std::span<const EvictionEntry*> out) const {
+  if (!late_.empty()) return EvictionPolicy::next_victims_after(entry, out);
+  std::size_t n = 0;
+  uint64_t position = position_of(state(entry));
+  while (n < out.size() && position != 0) {
+    position = queued_after(position);
+    if (position == 0 || position == kGaveUp) break;
+    named_ = slot(position);
+    named_at_ = position;
+    out[n++] = &entry_of(*named_);
+  }
+  return n;
+}
+
+const EvictionEntry* RankQueuePolicy::next_victim_after(const EvictionEntry& entry) const {
+  const QueueState& s = state(entry);
+  const uint64_t position = position_of(s);
   uint64_t queued_at = 0;
   const QueueState* late = nullptr;
   if (position != 0) {

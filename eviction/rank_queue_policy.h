@@ -62,7 +62,10 @@ class RankQueuePolicy : public EvictionPolicy {
   // giving up (nullptr) past them. Merging with late_ costs O(log n) in its size. After an entry
   // of late_, O(k) in the queued entries ranked at or below it (the victims named before it),
   // giving up past kMaxScan of them.
-  const EvictionEntry* next_victim_after(const EvictionEntry& entry) const override;
+  const EvictionEntry* next_victim_after(const EvictionEntry& entry) const final;
+  // While late_ is empty, a scan of the ring from `entry`'s position; otherwise entry by entry.
+  std::size_t next_victims_after(const EvictionEntry& entry,
+                                 std::span<const EvictionEntry*> out) const final;
   bool contains(const EvictionEntry& entry) const override { return linked(state(entry)); }
   std::size_t size() const override { return queued_ + late_.size(); }
   // Entries linked out of order, and the ring's slots, for the tests and benchmarks that check
@@ -94,6 +97,9 @@ class RankQueuePolicy : public EvictionPolicy {
   // cannot tell, and must not name a later entry of late_ instead).
   static constexpr uint64_t kGaveUp = ~uint64_t{0};
   uint64_t queued_after(uint64_t p) const;
+  // The queue position of a linked entry: where next_victim_after() named it last (without
+  // reading it), else its own (0: in late_).
+  uint64_t position_of(const QueueState& s) const;
   // Makes room for one more slot at the back; false when the memory to grow is not there.
   bool make_room();
   void compact();

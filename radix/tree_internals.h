@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <deque>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -110,7 +111,7 @@ class RadixTree::EventBuffer {
 };
 
 // The victims a plain eviction loop takes next, named ahead of time by the policy
-// (EvictionPolicy::next_victim_after), so that the memory each one touches is on its way while
+// (EvictionPolicy::next_victims_after), so that the memory each one touches is on its way while
 // the ones before it are freed. In a tree far larger than the cache every victim costs a row of
 // misses: two lines of its node's block (the policy's state and the node: radix/radix_node.h), its
 // page's refcount in the pool and its slot in the parent's child table (a random slot of a large
@@ -179,11 +180,13 @@ class RadixTree::VictimLookahead {
     for (; slots_done_ < std::min(count_, kNameFrom); ++slots_done_) {
       fetch_arrays_and_slot(ahead(slots_done_));
     }
-    for (const RadixNode* last = count_ > 0 ? ahead(count_ - 1) : victim; count_ < kDepth;) {
-      last = static_cast<const RadixNode*>(policy_.next_victim_after(*last));
-      if (last == nullptr) break;
-      fetch_node(last, state_bytes_);
-      ahead_[(first_ + count_++) % kDepth] = last;
+    std::array<const EvictionEntry*, kDepth> named;
+    const size_t n = policy_.next_victims_after(*(count_ > 0 ? ahead(count_ - 1) : victim),
+                                                std::span(named).first(kDepth - count_));
+    for (size_t i = 0; i < n; ++i) {
+      const auto* node = static_cast<const RadixNode*>(named[i]);
+      fetch_node(node, state_bytes_);
+      ahead_[(first_ + count_++) % kDepth] = node;
     }
   }
 

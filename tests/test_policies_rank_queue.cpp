@@ -40,10 +40,11 @@ const QueueState& queue_state(const EvictionEntry& entry) { return state_of<Queu
 
 // How often each path of the policy decided a victim: the test fails if a run missed one.
 struct Coverage {
-  uint64_t from_queue = 0;    // the victim was at the front of the queue
-  uint64_t from_late = 0;     // the victim had been linked out of order
-  uint64_t ties_across = 0;   // another linked entry of the other container had the same rank
-  uint64_t looked_ahead = 0;  // victims named by next_victim_after and then checked
+  uint64_t from_queue = 0;       // the victim was at the front of the queue
+  uint64_t from_late = 0;        // the victim had been linked out of order
+  uint64_t ties_across = 0;      // another linked entry of the other container had the same rank
+  uint64_t looked_ahead = 0;     // victims named by next_victim_after and then checked
+  uint64_t batch_from_ring = 0;  // runs named in one call by a scan of the ring
 };
 
 // kKey: the fact the policy ranks by (LRU: last_access; FIFO: inserted_at).
@@ -160,11 +161,16 @@ class Driver {
     }
     std::vector<const EvictionEntry*> ahead = {first};
     const size_t want = std::min<size_t>(1 + rng_() % 8, policy_.size());
+    // In one call (a scan of the ring while nothing is late), then entry by entry.
+    std::vector<const EvictionEntry*> batch(want - 1);
+    REQUIRE(policy_.next_victims_after(*first, batch) == want - 1);
     while (ahead.size() < want) {
       const EvictionEntry* next = policy_.next_victim_after(*ahead.back());
       REQUIRE(next != nullptr);  // every entry here is within the scan limit
       ahead.push_back(next);
     }
+    REQUIRE(std::equal(batch.begin(), batch.end(), ahead.begin() + 1));
+    coverage_.batch_from_ring += policy_.late_size() == 0 && want > 1 ? 1 : 0;
     for (const EvictionEntry* expected : ahead) {
       EvictionEntry* victim = policy_.victim();
       REQUIRE(victim == expected);
@@ -219,11 +225,12 @@ void agrees_with_model(uint64_t seed) {
   driver.run(20000);
   const Coverage& c = driver.coverage();
   INFO("from queue ", c.from_queue, ", from late ", c.from_late, ", ties across ", c.ties_across,
-       ", looked ahead ", c.looked_ahead);
+       ", looked ahead ", c.looked_ahead, ", batches from the ring ", c.batch_from_ring);
   CHECK(c.from_queue > 500);
   CHECK(c.from_late > 500);
   CHECK(c.ties_across > 50);
   CHECK(c.looked_ahead > 1000);
+  CHECK(c.batch_from_ring > 100);
 }
 
 // A new entry of `entries`, unlinked, whose past the policy knows: accessed last at `tick`.

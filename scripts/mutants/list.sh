@@ -332,6 +332,10 @@ mutant rank-queue-gap-names-late eviction/rank_queue_policy.cpp \
   "past more empty ring slots than it skips, the look-ahead names an entry of the late set instead of nobody" \
   'queued_at = queued_after(position);
     if (queued_at == kGaveUp) return nullptr;' 'queued_at = queued_after(position);'
+mutant rank-queue-batch-ignores-late eviction/rank_queue_policy.cpp \
+  "the look-ahead's scan of the ring names the queued entries ahead even when entries linked out of order come between" \
+  '  if (!late_.empty()) return EvictionPolicy::next_victims_after(entry, out);
+' ''
 mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
   "a full ring with half its slots empty grows instead of compacting" \
   'if (queued_ * 2 <= ring_.size() && !ring_.empty()) {' 'if (false) {'
