@@ -15,16 +15,11 @@ GdsfPolicy::GdsfPolicy(double depth_pages) : depth_pages_(depth_pages) {
 }
 
 void GdsfPolicy::adopt(EvictionEntry& entry, const AccessHistory& past) {
-  GdsfState& s = make_state<GdsfState>(entry);
-  s.hits = past.hits;
-  s.rank = past.last.tick;
+  adopt_hits_and_tick(make_state<GdsfState>(entry), past);
 }
 
 AccessHistory GdsfPolicy::history(const EvictionEntry& entry) const {
-  AccessHistory past;
-  past.hits = state(entry).hits;
-  past.last.tick = state(entry).rank;
-  return past;
+  return hits_and_tick(state(entry));
 }
 
 double GdsfPolicy::cost_per_page(const EvictionEntry& entry) const {

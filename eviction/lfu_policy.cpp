@@ -3,16 +3,11 @@
 namespace radixkv {
 
 void LfuPolicy::adopt(EvictionEntry& entry, const AccessHistory& past) {
-  LfuState& s = make_state<LfuState>(entry);
-  s.hits = past.hits;
-  s.rank = past.last.tick;
+  adopt_hits_and_tick(make_state<LfuState>(entry), past);
 }
 
 AccessHistory LfuPolicy::history(const EvictionEntry& entry) const {
-  AccessHistory past;
-  past.hits = state(entry).hits;
-  past.last.tick = state(entry).rank;
-  return past;
+  return hits_and_tick(state(entry));
 }
 
 void LfuPolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {

@@ -110,6 +110,20 @@ struct SegmentLess {
   }
 };
 
+// The past as LFU and GDSF keep it: the hits, and the tick of the last access as the rank.
+template <typename State>
+void adopt_hits_and_tick(State& s, const AccessHistory& past) {
+  s.hits = past.hits;
+  s.rank = past.last.tick;
+}
+template <typename State>
+AccessHistory hits_and_tick(const State& s) {
+  AccessHistory past;
+  past.hits = s.hits;
+  past.last.tick = s.rank;
+  return past;
+}
+
 // A hit count that stops at its largest value rather than wrapping to 0 (for the policies that
 // only ask whether an entry was hit again).
 inline uint32_t saturated_hits(uint64_t hits) {
