@@ -20,7 +20,9 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/version.h.in ${RADIXKV_STAGED_INCLUDE
                @ONLY)
 
 # radixkv_add_library(<folder> SOURCES <file>... [INTERNAL_HEADERS <header>...])
-# Every header of the folder is public (installed) except the INTERNAL_HEADERS.
+# Every header of the folder is public (installed) except the INTERNAL_HEADERS: those named
+# *_internals.h, and those that only the folder's own sources include (no public header needs
+# them). scripts/check-install.sh fails when an installed header is either.
 function(radixkv_add_library folder)
   cmake_parse_arguments(ARG "" "" "SOURCES;INTERNAL_HEADERS" ${ARGN})
   set(target radixkv_${folder})

@@ -16,6 +16,7 @@
 #include <zmq_addon.hpp>
 
 #include "events/batch_queue.h"
+#include "events/endpoint.h"
 #include "events/wire_protocol.h"
 
 namespace radixkv::events {
@@ -80,6 +81,14 @@ ZmqEventPublisher::ZmqEventPublisher(PublisherOptions options)
     throw std::invalid_argument("KV events replay buffer must hold at least 1 batch");
   }
   if (s.options.pub_hwm < 0) throw std::invalid_argument("KV events PUB high-water mark < 0");
+  // Before any socket: a connecting socket would take a bad host and retry it forever, silently.
+  check_endpoints(
+      {s.options.endpoint},
+      pub_endpoint_binds(s.options.endpoint) ? EndpointUse::kBind : EndpointUse::kConnect,
+      "KV events endpoint");
+  if (!s.options.replay_endpoint.empty()) {
+    check_endpoints({s.options.replay_endpoint}, EndpointUse::kBind, "KV events replay endpoint");
+  }
   try {
     s.pub = zmq::socket_t(s.context, zmq::socket_type::pub);
     s.pub.set(zmq::sockopt::sndhwm, s.options.pub_hwm);

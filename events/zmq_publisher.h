@@ -14,7 +14,8 @@
 //                   The destructor calls it.
 //
 // The sockets are bound (or connected) in the constructor, which throws std::invalid_argument
-// naming the endpoint when that fails or an option is out of range; bound_*_endpoint() give the
+// naming the endpoint when it is malformed (events/endpoint.h), when binding or connecting fails,
+// or when an option is out of range; bound_*_endpoint() give the
 // real addresses ("tcp://127.0.0.1:*" picks a free port). publish() and stats() may be called from
 // any thread.
 #pragma once

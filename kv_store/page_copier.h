@@ -89,9 +89,9 @@ class PageCopierBase : public PageCopier {
   bool done(CopyTicket ticket) final;
   void wait(CopyTicket ticket) final;
 
-  CopyTicket issued() const { return issued_; }  // the latest ticket handed out
-  const PagePool& device_pool() const { return *device_; }
-  const PagePool& host_pool() const { return *host_; }
+  CopyTicket issued() const noexcept { return issued_; }  // the latest ticket handed out
+  const PagePool& device_pool() const noexcept { return *device_; }
+  const PagePool& host_pool() const noexcept { return *host_; }
 
  protected:
   // Starts the copies of `ticket`, a non-empty batch already checked. May throw (a CUDA error);

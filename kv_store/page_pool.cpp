@@ -23,6 +23,10 @@ PagePool::PagePool(KvLayout layout, uint32_t capacity_pages, std::unique_ptr<Pag
         fmt::format("PagePool: capacity must be between 1 and {} pages, got {}", kInvalidPage - 1,
                     capacity_pages));
   }
+  if (uint64_t bytes = 0; __builtin_mul_overflow(uint64_t{capacity_}, bytes_per_page_, &bytes)) {
+    throw std::invalid_argument(
+        fmt::format("PagePool: {} pages of {} bytes pass 2^64 bytes", capacity_, bytes_per_page_));
+  }
   backend_->reserve(capacity_, bytes_per_page_);
   refcount_ = zeroed_counts(capacity_);
   never_used_ = first_;
@@ -35,7 +39,7 @@ PagePool::PagePool(PagePool& parent, uint32_t pages)
       capacity_(pages),
       backend_(parent.backend_),
       parent_(&parent) {
-  if (parent.claimed_) {
+  if (!parent.claimed_by_.empty()) {
     throw std::logic_error("PagePool: a pool that a runtime uses cannot be split into partitions");
   }
   const uint32_t left = parent.capacity_ - parent.lent_;
@@ -92,18 +96,18 @@ std::unique_ptr<uint32_t[], PagePool::FreeCounts> PagePool::zeroed_counts(uint32
 }
 
 PagePool::Claim::Claim(PagePool& pool, std::string_view owner) : pool_(pool) {
-  if (pool.claimed_) {
+  if (!pool.claimed_by_.empty()) {
     throw std::logic_error(fmt::format(
-        "{}: its PagePool already serves another runtime; give each runtime its own pool "
-        "(SharedRuntime splits one pool between threads)",
-        owner));
+        "{}: its PagePool already serves another runtime (claimed by {}); give each runtime its "
+        "own pools, device and host (SharedRuntime splits one pool between threads)",
+        owner, pool.claimed_by_));
   }
   if (pool.used_pages() != 0) {
     throw std::logic_error(fmt::format(
         "{}: {} of its PagePool's {} pages are in use{}; a runtime needs a pool of free pages",
         owner, pool.used_pages(), pool.capacity_, pool.lent_ > 0 ? " (lent to partitions)" : ""));
   }
-  pool.claimed_ = true;
+  pool.claimed_by_ = owner;
 }
 
 uint32_t PagePool::pages_for_bytes(const KvLayout& layout, uint64_t bytes) {
@@ -159,6 +163,22 @@ void PagePool::retain(PageId page) {
   ++count(page);
 }
 
+void PagePool::retain(std::span<const PageId> pages) {
+  // One pass; at the first bad page, what came before is undone and the error names it. The pool's
+  // bounds are read once: a store to a refcount could alias them (both uint32_t), which would
+  // otherwise reload them for every page.
+  uint32_t* const counts = refcount_.get();
+  const PageId first = first_, capacity = capacity_;
+  for (std::size_t i = 0; i < pages.size(); ++i) {
+    const PageId at = pages[i] - first;
+    if (at >= capacity || counts[at] == 0 || counts[at] == std::numeric_limits<uint32_t>::max()) {
+      for (std::size_t j = 0; j < i; ++j) --counts[pages[j] - first];
+      retain(pages[i]);  // throws, saying why
+    }
+    ++counts[at];
+  }
+}
+
 void PagePool::release(PageId page) {
   check_held(page, "release");
   if (--count(page) == 0) free_list_.push_back(page);
@@ -173,15 +193,19 @@ void PagePool::check_held(std::span<const PageId> pages, const char* operation) 
 void PagePool::release(std::span<const PageId> pages) {
   // All valid, or nothing changes. Checking every id up front is not enough: a page listed more
   // often than it is held runs out part way. So release in order and, at the first bad id, undo
-  // what came before (the pages freed here are the newest on the free list) and throw.
+  // what came before (the pages freed here are the newest on the free list) and throw. Bounds are
+  // read once, as in retain().
+  uint32_t* const counts = refcount_.get();
+  const PageId first = first_, capacity = capacity_;
   const std::size_t free_before = free_list_.size();
   for (std::size_t i = 0; i < pages.size(); ++i) {
     const PageId page = pages[i];
-    if (!contains(page) || count(page) == 0) {
+    const PageId at = page - first;
+    if (at >= capacity || counts[at] == 0) {
       const bool listed_before =
           std::find(pages.begin(), pages.begin() + i, page) != pages.begin() + i;
       free_list_.resize(free_before);
-      for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);
+      for (std::size_t j = 0; j < i; ++j) ++counts[pages[j] - first];
       if (listed_before) {
         throw std::logic_error(fmt::format(
             "PagePool::release: page {} is listed more often than it is held (refcount {})", page,
@@ -189,7 +213,7 @@ void PagePool::release(std::span<const PageId> pages) {
       }
       check_held(page, "release");  // throws: not in the pool, or free
     }
-    if (--count(page) == 0) free_list_.push_back(page);
+    if (--counts[at] == 0) free_list_.push_back(page);
   }
 }
 

@@ -21,9 +21,10 @@
 // a contiguous range of another pool's ids: the same storage and layout, so page ids stay unique
 // across all partitions of a pool and every id addresses the same bytes in all of them.
 //
-// One user: a PrefixCacheRuntime claims its pool (Claim) for its whole life, and a second runtime
-// over the same pool, or over a pool whose pages are in use or lent, is refused; two runtimes
-// would each take the other's pages for leaks.
+// One user: a PrefixCacheRuntime claims its pool, and its host tier's pool, (Claim) for its whole
+// life, and a second runtime over either (as its device pool or as its host tier), or over a
+// pool whose pages are in use or lent, is refused; two runtimes would each take the other's
+// pages for leaks.
 //
 // Not thread-safe: one owner (a scheduler thread, or a caller holding a lock) at a time. The
 // partitions of one pool share no mutable state (each has its own free list and refcounts; the
@@ -46,7 +47,8 @@ namespace radixkv {
 
 class PagePool {
  public:
-  // capacity_pages must be at least 1 and below kInvalidPage.
+  // capacity_pages must be at least 1 and below kInvalidPage, and the pool no more than 2^64 bytes
+  // (std::invalid_argument otherwise, as for a bad layout).
   PagePool(KvLayout layout, uint32_t capacity_pages,
            std::unique_ptr<PageBackend> backend = make_accounting_backend());
   // A partition of `parent`: the next `pages` ids that no partition of it has taken, which must
@@ -67,6 +69,9 @@ class PagePool {
   // and leaves `out` and the pool untouched when fewer than n are free.
   [[nodiscard]] bool allocate(uint32_t n, std::vector<PageId>& out);
   void retain(PageId page);
+  // retain() of every page listed (a page listed twice gains two references); all or nothing:
+  // throws, changing nothing, for a page that is not in the pool, is free, or would overflow.
+  void retain(std::span<const PageId> pages);
   void release(PageId page);
   // All or nothing: a bad id, or a page listed more often than it is held, throws and changes
   // nothing.
@@ -79,36 +84,38 @@ class PagePool {
   // Starts loading the page's refcount into the cache ahead of a release(); a page that is not in
   // the pool is ignored. No effect on the pool. Always inlined: g++ 12 deletes calls to a function
   // that only prefetches, having found it "pure".
-  [[gnu::always_inline]] void prefetch(PageId page) const {
+  [[gnu::always_inline]] void prefetch(PageId page) const noexcept {
     if (contains(page)) __builtin_prefetch(&refcount_[page - first_], 1);
   }
-  bool contains(PageId page) const { return page - first_ < capacity_; }  // wraps below first_
-  PageId first_page() const { return first_; }
-  PageId end_page() const { return first_ + capacity_; }
+  bool contains(PageId page) const noexcept {
+    return page - first_ < capacity_;
+  }  // wraps below first_
+  PageId first_page() const noexcept { return first_; }
+  PageId end_page() const noexcept { return first_ + capacity_; }
 
-  const KvLayout& layout() const { return layout_; }
-  uint32_t capacity_pages() const { return capacity_; }
-  uint32_t free_pages() const {
+  const KvLayout& layout() const noexcept { return layout_; }
+  uint32_t capacity_pages() const noexcept { return capacity_; }
+  uint32_t free_pages() const noexcept {
     return static_cast<uint32_t>(free_list_.size()) + (end_page() - never_used_);
   }
-  uint32_t used_pages() const { return capacity_ - free_pages(); }
-  uint64_t bytes_per_page() const { return bytes_per_page_; }
-  uint64_t capacity_bytes() const { return uint64_t{capacity_} * bytes_per_page_; }
-  uint64_t used_bytes() const { return uint64_t{used_pages()} * bytes_per_page_; }
-  uint64_t peak_used_pages() const { return peak_used_; }
+  uint32_t used_pages() const noexcept { return capacity_ - free_pages(); }
+  uint64_t bytes_per_page() const noexcept { return bytes_per_page_; }
+  uint64_t capacity_bytes() const noexcept { return uint64_t{capacity_} * bytes_per_page_; }
+  uint64_t used_bytes() const noexcept { return uint64_t{used_pages()} * bytes_per_page_; }
+  uint64_t peak_used_pages() const noexcept { return peak_used_; }
 
-  PageBackend& backend() { return *backend_; }
-  const PageBackend& backend() const { return *backend_; }
+  PageBackend& backend() noexcept { return *backend_; }
+  const PageBackend& backend() const noexcept { return *backend_; }
   // The page's bytes; throws std::logic_error unless the backend keeps pages in host memory.
   std::span<std::byte> host_bytes(PageId page);
 
   // Exclusive use of the pool for as long as the Claim lives. Throws std::logic_error, changing
   // nothing, when the pool is claimed already or any of its pages is in use (or lent to
-  // partitions), naming `owner` and what is in the way.
+  // partitions), naming `owner`, the owner that holds it, and what is in the way.
   class Claim {
    public:
     Claim(PagePool& pool, std::string_view owner);
-    ~Claim() { pool_.claimed_ = false; }
+    ~Claim() { pool_.claimed_by_.clear(); }
     Claim(const Claim&) = delete;
     Claim& operator=(const Claim&) = delete;
 
@@ -138,7 +145,7 @@ class PagePool {
   PagePool* parent_ = nullptr;  // a partition's pool
   uint32_t lent_ = 0;           // ids [first_, first_ + lent_) went to partitions
   uint32_t partitions_ = 0;     // partitions alive
-  bool claimed_ = false;
+  std::string claimed_by_;      // the owner of the Claim; empty: not claimed
   std::unique_ptr<uint32_t[], FreeCounts> refcount_;  // by page - first_
   std::vector<PageId> free_list_;  // a stack: the page released last is handed out first
   PageId never_used_ = 0;          // ids [never_used_, end_page()) were never handed out

@@ -28,14 +28,16 @@ struct PageHash {
 
 // For unordered containers keyed by page hash (the remote tier's known and prefetched pages).
 struct PageHashKey {
-  std::size_t operator()(const PageHash& h) const { return h.low ^ (h.high * 0x9e3779b97f4a7c15); }
+  std::size_t operator()(const PageHash& h) const noexcept {
+    return h.low ^ (h.high * 0x9e3779b97f4a7c15);
+  }
 };
 
 PageHash namespace_seed(Namespace ns);
 // The hash of the page holding `tokens` (one page of them) whose parent page hashes to `parent`
 // (namespace_seed() for the first page of a path).
 PageHash chain_page_hash(const PageHash& parent, std::span<const TokenId> tokens);
-inline uint64_t event_id(const PageHash& hash) { return hash.low; }
+inline uint64_t event_id(const PageHash& hash) noexcept { return hash.low; }
 
 // The hashes of pages [first, first + count) of `tokens` (page_tokens each) in namespace `ns`,
 // into `out`; returns the hash before page `first` (namespace_seed(ns) when first is 0). What the

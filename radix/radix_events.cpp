@@ -27,14 +27,12 @@ void RadixTree::enable_page_hashes() {
   if (host_tier_) host_tier_->hashes.assign(host_tier_->pool.capacity_pages(), PageHash{});
 }
 
-void RadixTree::set_tier_events(TierEvents* events) {
-  if (events == nullptr) {
-    events_.reset();
-    return;
-  }
-  check_empty("set_tier_events");
+void RadixTree::add_tier_events(TierEvents* events) {
+  if (events == nullptr) throw std::invalid_argument("RadixTree::add_tier_events: no observer");
+  check_empty("add_tier_events");
   enable_page_hashes();
-  events_ = std::make_unique<EventBuffer>(*events);
+  if (!events_) events_ = std::make_unique<EventBuffer>();
+  events_->add(events);
   extras_ = true;
 }
 

@@ -34,16 +34,8 @@ void RadixTree::add_host_tier(HostTierSetup setup) {
         "the host pool's layout ({}) differs from the device pool's ({}): pages must copy whole",
         setup.pool->layout().to_string(), pool_.layout().to_string()));
   }
-  BudgetConfig budget = setup.budget;
-  if (budget.cache_bytes == 0) budget.cache_bytes = setup.pool->capacity_bytes();
-  std::unique_ptr<HostTier> tier;
-  try {
-    tier =
-        std::make_unique<HostTier>(*setup.pool, *setup.copier, std::move(setup.policy),
-                                   CacheBudget(budget, setup.pool->bytes_per_page()), setup.write);
-  } catch (const std::invalid_argument& e) {
-    bad_host_tier(fmt::format("host budget: {}", e.what()));
-  }
+  auto tier = std::make_unique<HostTier>(*setup.pool, *setup.copier, std::move(setup.policy),
+                                         setup.limit_pages, setup.write);
   if (page_hashes()) tier->hashes.assign(tier->pool.capacity_pages(), PageHash{});
   host_tier_ = std::move(tier);
   extras_ = true;
@@ -56,8 +48,11 @@ const EvictionPolicy* RadixTree::host_policy() const {
 const WritePolicy* RadixTree::write_policy() const {
   return host_tier_ ? &host_tier_->write : nullptr;
 }
-const CacheBudget* RadixTree::host_budget() const {
-  return host_tier_ ? &host_tier_->budget : nullptr;
+uint64_t RadixTree::host_budget_pages() const {
+  if (!host_tier_) return 0;
+  const HostTier& h = *host_tier_;
+  // Under write-back, host-only pages of locked nodes are about to be loaded and leave the host.
+  return h.write.write_back() ? h.cached - h.pinned : h.cached;
 }
 uint64_t RadixTree::host_cached_pages() const { return host_tier_ ? host_tier_->cached : 0; }
 uint64_t RadixTree::host_in_flight_pages() const {
@@ -172,8 +167,7 @@ void RadixTree::device_count_changed(RadixNode* node, uint32_t before) {
 
 uint64_t RadixTree::host_room() const {
   const HostTier& h = *host_tier_;
-  // Under write-back, host-only pages of locked nodes are about to be loaded and leave the host.
-  const uint64_t counted = h.write.write_back() ? h.cached - h.pinned : h.cached;
+  const uint64_t counted = host_budget_pages();
   const uint64_t budget_room = h.limit_pages > counted ? h.limit_pages - counted : 0;
   return std::min<uint64_t>(budget_room, h.pool.free_pages());
 }
@@ -401,13 +395,14 @@ uint64_t RadixTree::retire_copies() {
   return retired;
 }
 
-uint64_t RadixTree::evict_tiered(uint64_t n) {
+uint64_t RadixTree::evict_tiered(uint64_t n, std::vector<PageId>* evicted) {
   if (!host_tier_) {  // events without a host tier: every page leaves the trie from the device
     uint64_t released = 0;
     for (; released < n; ++released) {
       EvictionEntry* entry = policy_->victim();
       if (entry == nullptr) break;
       auto* x = static_cast<RadixNode*>(entry);
+      if (evicted != nullptr) evicted->push_back(x->page_array()[x->pages - 1]);
       stats_.evicted_nodes += drop_from(x, x->pages - 1).nodes;
     }
     stats_.evicted_pages += released;
@@ -434,6 +429,7 @@ uint64_t RadixTree::evict_tiered(uint64_t n) {
     wait_node_copies(x);
     const uint32_t i = x->pages - 1;
     const PageId page = x->page_array()[i];
+    if (evicted != nullptr) evicted->push_back(page);
     bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
     bool written = false;
     if (!on_host && to_drop == 0 && used < fresh.size()) {
@@ -585,15 +581,6 @@ uint64_t RadixTree::evict_host_pages(uint64_t n) {
     evict_one_host_page(static_cast<HostPart*>(entry)->node);  // it links only HostParts
   }
   return evicted;
-}
-
-uint64_t RadixTree::enforce_host_watermarks() {
-  if (!host_tier_) return 0;
-  HostTier& h = *host_tier_;
-  retire_copies();
-  const uint64_t counted = h.write.write_back() ? h.cached - h.pinned : h.cached;
-  const uint64_t excess = h.budget.excess_pages(counted);
-  return excess == 0 ? 0 : evict_host_pages(excess);
 }
 
 }  // namespace radixkv

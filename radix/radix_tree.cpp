@@ -465,9 +465,9 @@ void RadixTree::erase_leaf(RadixNode* node) {
   remove_leaf(node);
 }
 
-uint64_t RadixTree::evict_pages(uint64_t n) {
+uint64_t RadixTree::evict_pages(uint64_t n, std::vector<PageId>* evicted) {
   // The plain cache keeps its own loop; tiers and events take the general one.
-  if (host_tier_ != nullptr || events_ != nullptr) return evict_tiered(n);
+  if (host_tier_ != nullptr || events_ != nullptr) return evict_tiered(n, evicted);
   uint64_t released = 0;
   VictimLookahead lookahead(*policy_, pool_, device_state_bytes_);
   // The policy names the victim before every page: after a leaf loses its tail page, another leaf
@@ -479,6 +479,7 @@ uint64_t RadixTree::evict_pages(uint64_t n) {
     lookahead.on_victim(leaf);
     // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
     const PageId page = leaf->page_array()[--leaf->pages];
+    if (evicted != nullptr) evicted->push_back(page);
     marked(page) = false;
     pool_.release(page);
     --cached_pages_;

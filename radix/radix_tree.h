@@ -40,9 +40,10 @@
 // nodes with a lock; evictable_pages() = the rest, all of which evict_pages() can release.
 // Host: host_cached_pages() = host pages indexed; host_in_flight_pages() = host pages held only
 // by a copy still running; the host pool's capacity == free + cached + in flight.
-// Budget of the host: a copy to the host needs a free host page and host cached pages below the
-// host budget's limit, not counting (under write-back) host-only pages of locked nodes, which
-// are about to be loaded and leave the host.
+// Limit of the host: a copy to the host needs a free host page and host cached pages below the
+// host tier's limit (HostTierSetup::limit_pages), not counting (under write-back) host-only pages
+// of locked nodes, which are about to be loaded and leave the host. The host's byte budget and its
+// watermarks are the runtime's, as the device's are: the tree knows no budget.
 // Errors (bad page counts, foreign or free pages, unlocking an unlocked node, erasing a node that
 // is not an evictable leaf, a host tier that does not fit) throw std::invalid_argument or
 // std::logic_error before anything changes.
@@ -59,7 +60,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
 #include "kv_store/page_pool.h"
 #include "radix/page_hash.h"
@@ -99,16 +99,16 @@ struct TreeStats {
   uint64_t skipped_writes = 0;      // write-through copies the host had no room for
 };
 
-class RadixTree final : public Evictor {
+class RadixTree final {
  public:
   RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy);
   // Waits for running copies, then releases the tree's reference on every page it indexes on
   // either tier. Locks must be gone by then.
-  ~RadixTree() override;
+  ~RadixTree();
   RadixTree(const RadixTree&) = delete;
   RadixTree& operator=(const RadixTree&) = delete;
 
-  uint32_t page_tokens() const { return page_tokens_; }
+  uint32_t page_tokens() const noexcept { return page_tokens_; }
 
   // `pages`, when given, gets the matched device page ids appended (reserve it to avoid
   // allocating).
@@ -136,33 +136,38 @@ class RadixTree final : public Evictor {
   // any node is locked.
   void clear();
 
-  // Evictor (the device tier)
-  uint64_t cached_pages() const override { return cached_pages_; }
-  uint64_t evictable_pages() const override { return cached_pages_ - protected_pages_; }
-  uint64_t evict_pages(uint64_t n) override;
+  // The device tier: cached pages, those no lock protects, and eviction of up to n of them in
+  // policy order (above); `evicted`, when given, gets the device page each step takes, in order: a
+  // page that leaves the trie or moves to the host tier (python/src/slot_trie.h hands the slots of
+  // those pages back to the engine).
+  uint64_t cached_pages() const noexcept { return cached_pages_; }
+  uint64_t evictable_pages() const noexcept { return cached_pages_ - protected_pages_; }
+  uint64_t evict_pages(uint64_t n, std::vector<PageId>* evicted = nullptr);
 
-  uint64_t protected_pages() const { return protected_pages_; }
+  uint64_t protected_pages() const noexcept { return protected_pages_; }
   std::size_t evictable_leaves() const { return policy_->size(); }
-  bool indexes_page(PageId page) const { return pool_.contains(page) && marked(page); }
-  const TreeStats& stats() const { return stats_; }
+  bool indexes_page(PageId page) const noexcept { return pool_.contains(page) && marked(page); }
+  const TreeStats& stats() const noexcept { return stats_; }
   // Bytes of tree metadata (nodes, token and page arrays, child tables, host parts, the per-page
   // bitmaps and page hashes), as allocated, measured through the allocator's usable sizes
   // (kv_store/heap.h).
   uint64_t metadata_bytes() const;
-  EvictionPolicy& policy() { return *policy_; }
-  const EvictionPolicy& policy() const { return *policy_; }
-  PagePool& pool() { return pool_; }
+  EvictionPolicy& policy() noexcept { return *policy_; }
+  const EvictionPolicy& policy() const noexcept { return *policy_; }
+  PagePool& pool() noexcept { return pool_; }
 
   // --- The host tier (radix/tier_config.h) ---
   // Adds a host tier to an empty tree. Throws std::invalid_argument (changing nothing) when the
-  // tree caches anything, a host tier exists, the pool or copier or policy is missing, the host
-  // pool's layout differs from the device pool's, or the budget holds no page.
+  // tree caches anything, a host tier exists, the pool or copier or policy is missing, or the host
+  // pool's layout differs from the device pool's.
   void add_host_tier(HostTierSetup setup);
-  bool has_host_tier() const { return host_tier_ != nullptr; }
+  bool has_host_tier() const noexcept { return host_tier_ != nullptr; }
   const PagePool* host_pool() const;
   const EvictionPolicy* host_policy() const;
   const WritePolicy* write_policy() const;
-  const CacheBudget* host_budget() const;
+  // The host pages that count against the host's budget: cached ones, less (under write-back)
+  // the pinned host-only pages a load is about to take.
+  uint64_t host_budget_pages() const;
   uint64_t host_cached_pages() const;
   uint64_t host_in_flight_pages() const;
   std::vector<PageId> host_in_flight_page_ids() const;
@@ -183,16 +188,15 @@ class RadixTree final : public Evictor {
   uint64_t retire_copies();
   // Evicts up to n host-only pages in host policy order; returns how many left.
   uint64_t evict_host_pages(uint64_t n);
-  // Evicts host pages down to the host budget's low watermark once above its high one.
-  uint64_t enforce_host_watermarks();
 
   // --- Page hashes (radix/page_hash.h) and tier events (radix/tier_events.h) ---
   // Keeps one PageHash per cached page from now on. Only on an empty tree.
   void enable_page_hashes();
-  bool page_hashes() const { return !device_hashes_.empty(); }
-  // Reports every change of tiers to `events` (nullptr: to nobody); enables page hashes. Only on
-  // an empty tree. `events` must outlive the tree or be unset first.
-  void set_tier_events(TierEvents* events);
+  bool page_hashes() const noexcept { return !device_hashes_.empty(); }
+  // Tells `events` of every change of tiers from now on, after the observers added before it
+  // (radix/tier_events.h, TierObservers); enables page hashes. Only on an empty tree; throws
+  // std::invalid_argument otherwise, or for nullptr. `events` must outlive the tree.
+  void add_tier_events(TierEvents* events);
   // Sends what is batched, then TierEvents::flush(); the runtime calls it once per call.
   void flush_events();
   // The hash of edge page i of `node` (page hashes must be on).
@@ -272,7 +276,7 @@ class RadixTree final : public Evictor {
   void claim_pages(std::span<const PageId> pages, size_t first_index, const char* operation);
 
   // radix_tiers.cpp: the host tier.
-  uint64_t evict_tiered(uint64_t n);
+  uint64_t evict_tiered(uint64_t n, std::vector<PageId>* evicted);
   // `device`: the node's device pages before the cut.
   void split_tiers(RadixNode* lower, RadixNode* upper, uint32_t upper_pages, uint32_t device);
   void finish_write_back();

@@ -1,5 +1,8 @@
-// The host tier of a radix tree: a second PagePool under the device pool, with its own byte budget
-// and eviction policy, and the write policy that decides when device pages get a host copy.
+// The host tier of a radix tree: a second PagePool under the device pool, with a limit on the pages
+// it caches, its own eviction policy, and the write policy that decides when device pages get a
+// host copy. The byte budget and its watermarks belong to the runtime (runtime/
+// prefix_cache_runtime.h), which tells the tree when to evict host pages; the tree only keeps under
+// the limit when a copy needs room.
 //
 // Write policies (SGLang HiCache's names):
 //   write_back                      a page evicted from the device is copied to the host (the host
@@ -20,7 +23,6 @@
 #include <string_view>
 #include <vector>
 
-#include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
 #include "kv_store/page_copier.h"
 #include "kv_store/page_pool.h"
@@ -38,7 +40,7 @@ struct WritePolicy {
   static WritePolicy parse(std::string_view spec);
   static std::vector<std::string_view> names();
   std::string to_string() const;
-  bool write_back() const { return mode == Mode::kWriteBack; }
+  bool write_back() const noexcept { return mode == Mode::kWriteBack; }
 };
 
 // What RadixTree::add_host_tier() takes. The pool and the copier must outlive the tree.
@@ -46,9 +48,9 @@ struct HostTierSetup {
   PagePool* pool = nullptr;
   PageCopier* copier = nullptr;
   std::unique_ptr<EvictionPolicy> policy;
-  // Budget of cached host pages: cache_bytes 0 means the whole host pool. Pages a load is still
-  // reading (in flight) use the pool beyond it.
-  BudgetConfig budget{0, 1.0, 1.0};
+  // The most host pages the tree caches (0: the whole pool); a copy to the host evicts host pages
+  // to stay under it. Pages a load is still reading (in flight) use the pool beyond it.
+  uint64_t limit_pages = 0;
   WritePolicy write;
 };
 

@@ -20,12 +20,17 @@
 //       Pages that enter the device from the host tier are not inserted pages.
 // A consumer that applies stored/removed/cleared in order holds exactly the trie's page set per
 // tier. Page hashes are radix/page_hash.h's. Calls come from the thread that owns the tree.
+//
+// A tree has any number of observers (a lower tier that writes what it drops, a KV event
+// publisher, a test's log): TierObservers tells each of them every call, in the order they were
+// added. None replaces or wraps another.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "kv_store/page_backend.h"
 #include "radix/page_hash.h"
@@ -55,6 +60,37 @@ class TierEvents {
   virtual void flush() {}
   virtual void dropping(const TreePage&) {}
   virtual void inserted(const TreePage&) {}
+};
+
+// The observers of one tree, each told every call in the order added.
+class TierObservers final : public TierEvents {
+ public:
+  void add(TierEvents* observer) { observers_.push_back(observer); }
+  bool empty() const { return observers_.empty(); }
+  std::size_t size() const { return observers_.size(); }
+
+  void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
+              std::span<const PageHash> hashes, std::span<const TokenId> tokens) override {
+    for (TierEvents* o : observers_) o->stored(tier, ns, parent, hashes, tokens);
+  }
+  void removed(Tier tier, std::span<const PageHash> hashes) override {
+    for (TierEvents* o : observers_) o->removed(tier, hashes);
+  }
+  void cleared() override {
+    for (TierEvents* o : observers_) o->cleared();
+  }
+  void flush() override {
+    for (TierEvents* o : observers_) o->flush();
+  }
+  void dropping(const TreePage& page) override {
+    for (TierEvents* o : observers_) o->dropping(page);
+  }
+  void inserted(const TreePage& page) override {
+    for (TierEvents* o : observers_) o->inserted(page);
+  }
+
+ private:
+  std::vector<TierEvents*> observers_;
 };
 
 }  // namespace radixkv

@@ -34,23 +34,22 @@ inline std::size_t checked_state_bytes(const EvictionPolicy& policy, std::string
 
 struct RadixTree::HostTier {
   HostTier(PagePool& pool, PageCopier& copier, std::unique_ptr<EvictionPolicy> policy,
-           CacheBudget budget, WritePolicy write)
+           uint64_t limit, WritePolicy write)
       : pool(pool),
         copier(copier),
         policy(std::move(policy)),
         state_bytes(this->policy->state_bytes()),
-        budget(budget),
         write(write),
-        limit_pages(std::min<uint64_t>(budget.limit_pages(), pool.capacity_pages())),
+        limit_pages(limit == 0 ? pool.capacity_pages()
+                               : std::min<uint64_t>(limit, pool.capacity_pages())),
         in_tree(pool.capacity_pages(), false) {}
 
   PagePool& pool;
   PageCopier& copier;
   std::unique_ptr<EvictionPolicy> policy;
   std::size_t state_bytes;  // the host policy's, in front of every HostPart (checked_state_bytes)
-  CacheBudget budget;
   WritePolicy write;
-  uint64_t limit_pages;  // cached host pages the budget allows (at most the pool)
+  uint64_t limit_pages;  // cached host pages the tree may hold (at most the pool)
   // Per host page, by page - pool.first_page() (a partition's first id need not be 0): through
   // indexed() and hash() only.
   std::vector<bool> in_tree;     // indexed by the tree
@@ -75,7 +74,7 @@ struct RadixTree::HostTier {
 // at once, after the removals before it.
 class RadixTree::EventBuffer {
  public:
-  explicit EventBuffer(TierEvents& sink) : sink_(sink) {}
+  void add(TierEvents* observer) { sink_.add(observer); }
   TierEvents& sink() { return sink_; }
   void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
               std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
@@ -104,7 +103,7 @@ class RadixTree::EventBuffer {
     removed_.clear();
   }
 
-  TierEvents& sink_;
+  TierObservers sink_;
   Tier removed_tier_ = Tier::kDevice;
   std::vector<PageHash> removed_;
   std::vector<PageHash> scratch_;

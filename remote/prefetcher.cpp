@@ -100,22 +100,30 @@ void Prefetcher::run() {
     bool failed = false;
     bool partial = false;  // some keys failed: a missing value may be a failure, not a miss
     bool unavailable = false;
+    std::string error;  // the failure's message
     try {
       values = store_->get(lookup.keys);
     } catch (RemotePartialError<std::optional<std::string>>& e) {
       values = std::move(e.results);
       partial = true;
+      keep_first_error(error, e.what());
     } catch (const RemoteUnavailable&) {
       failed = unavailable = true;
-    } catch (const std::exception&) {  // RemoteError (down, slow), out of memory: keep nothing
+    } catch (const std::bad_alloc&) {
       failed = true;
+      keep_first_error(error, "out of memory");
+    } catch (const std::exception& e) {  // RemoteError (down, slow): keep nothing
+      failed = true;
+      keep_first_error(error, e.what());
     }
     lock.lock();
     if (unavailable) {
       ++stats_.unavailable;
     } else if (failed || partial) {
       ++stats_.errors;
+      if (stats_.first_error.empty()) stats_.first_error = std::move(error);
     }
+    if (!failed) ++stats_.answered;
     for (const PageHash& hash : lookup.hashes) in_flight_.erase(hash);
     try {
       for (std::size_t i = 0; !failed && i < lookup.hashes.size(); ++i) {

@@ -51,6 +51,8 @@ struct PrefetcherStats {
   uint64_t taken_pages = 0;    // values take() handed to load()
   uint64_t errors = 0;         // lookups that failed, whole or in part (down, slow, refused)
   uint64_t unavailable = 0;    // lookups the store refused untried (waiting out its backoff)
+  uint64_t answered = 0;       // lookups the store answered, whole or in part
+  std::string first_error;     // the first failure's message ("" without one)
 };
 
 class Prefetcher {

@@ -143,12 +143,12 @@ RedisUrl RedisUrl::parse(std::string_view url, std::optional<std::string> enviro
   return parsed;
 }
 
-RedisUrl RedisUrl::parse(std::string_view url) {
-  std::optional<std::string> environment;
-  if (const char* value = std::getenv("REDISCLI_AUTH"); value != nullptr && *value != '\0') {
-    environment = value;
-  }
-  return parse(url, std::move(environment));
+RedisUrl RedisUrl::parse(std::string_view url) { return parse(url, environment_password()); }
+
+std::optional<std::string> RedisUrl::environment_password() {
+  const char* value = std::getenv("REDISCLI_AUTH");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return value;
 }
 
 std::string RedisUrl::describe() const {

@@ -34,6 +34,8 @@ struct RedisUrl {
   static RedisUrl parse(std::string_view url, std::optional<std::string> environment_password);
   // parse() with REDISCLI_AUTH read from this process's environment.
   static RedisUrl parse(std::string_view url);
+  // REDISCLI_AUTH's value in this process's environment; nullopt when unset or empty.
+  static std::optional<std::string> environment_password();
   // The URL with the credentials masked: redis://alice:***@host:6379/2.
   std::string describe() const;
 };

@@ -15,10 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,6 +54,19 @@ struct PutResult {
   uint32_t refused = 0;     // items the server answered with an error (e.g. OOM)
   std::string first_error;  // the server's message for the first refused item
 };
+
+// `message` followed by `detail`, as the first failure's message, into `first` unless `first` holds
+// one already. Never throws: out of memory keeps no message (the failure is still counted where
+// it happened).
+inline void keep_first_error(std::string& first, std::string_view message,
+                             std::string_view detail = {}) noexcept {
+  if (!first.empty()) return;
+  try {
+    first.append(message).append(detail);
+  } catch (const std::bad_alloc&) {
+    first.clear();
+  }
+}
 
 class RemoteStore {
  public:

@@ -32,12 +32,10 @@ std::string_view to_string(PrefetchPolicy policy) {
 }
 
 RemoteTier::RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
-                       RemoteTierConfig config, TierEvents* next,
-                       std::unique_ptr<RemoteStore> prefetcher)
+                       RemoteTierConfig config, std::unique_ptr<RemoteStore> prefetcher)
     : reader_(std::move(reader)),
       writer_store_(std::move(writer)),
       config_(std::move(config)),
-      next_(next),
       layout_id_(layout_id(config_.layout, config_.model)) {
   if (!reader_ || !writer_store_) throw std::invalid_argument("remote tier: no store");
   if (config_.queue_pages == 0 || config_.batch_pages == 0) {
@@ -107,13 +105,15 @@ void RemoteTier::remember(const PageHash& hash) {
   }
 }
 
-void RemoteTier::dropping(const TreePage& page) {
-  if (next_ != nullptr) next_->dropping(page);
-  write(page);
+void RemoteTier::count_error(std::string_view message, std::string_view detail) noexcept {
+  ++errors_;
+  std::lock_guard lock(error_mutex_);
+  keep_first_error(first_error_, message, detail);
 }
 
+void RemoteTier::dropping(const TreePage& page) { write(page); }
+
 void RemoteTier::inserted(const TreePage& page) {
-  if (next_ != nullptr) next_->inserted(page);
   if (config_.write_through) write(page);
 }
 
@@ -152,7 +152,7 @@ void RemoteTier::write(const TreePage& page) try {
   ++queued_pages_;
   wake_.notify_one();
 } catch (const std::bad_alloc&) {
-  ++errors_;
+  count_error("out of memory encoding a page for the store");
   ++dropped_writes_;
 }
 
@@ -171,18 +171,20 @@ void RemoteTier::write_loop() {
     lock.unlock();
     try {
       const PutResult result = writer_store_->put(batch);
+      ++answered_;
       stored_pages_ += result.stored;
       dropped_writes_ += result.refused;
       if (result.refused > 0) {
-        ++errors_;  // one per refusing batch (a full store refuses many)
+        // One error per refusing batch (a full store refuses many).
+        count_error("the store refused a write: ", result.first_error);
         forget_ = true;
       }
     } catch (const RemoteUnavailable&) {
       ++unavailable_;
       dropped_writes_ += batch.size();
       forget_ = true;
-    } catch (const std::exception&) {  // RemoteError; out of memory copying: drop, keep going
-      ++errors_;
+    } catch (const std::exception& e) {  // RemoteError; out of memory copying: drop, keep going
+      count_error(e.what());
       dropped_writes_ += batch.size();
       forget_ = true;
     }
@@ -209,7 +211,7 @@ void RemoteTier::prefetch(std::span<const PageHash> hashes) try {
   if (!prefetcher_ || hashes.empty()) return;
   prefetcher_->request({hashes.begin(), hashes.end()}, keys_of(hashes));
 } catch (const std::bad_alloc&) {  // never the caller's failure: the load asks later, or misses
-  ++errors_;
+  count_error("out of memory queueing a prefetch");
 }
 
 // Out of memory anywhere in a load (the keys, the values, the known set) is a miss, counted: it
@@ -258,14 +260,14 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
       // ends at the first failed key (it reads as missing).
       rest = std::move(e.results);
       failed = true;
-    } catch (const RemoteError&) {
+      count_error(e.what());
+    } catch (const RemoteError& e) {
       failed = true;
+      count_error(e.what());
     }
-    if (failed) {
-      ++errors_;
-      forget_ = true;  // the server may come back empty
-    }
-    if (!rest.empty()) {  // the store answered, in whole or in part
+    if (failed) forget_ = true;  // the server may come back empty
+    if (!rest.empty()) {         // the store answered, in whole or in part
+      ++answered_;
       ++lookups_;
       looked_up_pages_ += rest.size();
     }
@@ -294,29 +296,21 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   loaded_pages_ += loaded;
   return loaded;
 } catch (const std::bad_alloc&) {
-  ++errors_;
+  count_error("out of memory loading pages from the store");
   return 0;
 }
 
 RemoteTierStats RemoteTier::stats() const {
-  return {lookups_,      looked_up_pages_, loaded_pages_,
-          bad_values_,   queued_pages_,    known_skipped_,
-          stored_pages_, dropped_writes_,  errors_,
-          unavailable_,  load_wait_ns_,    prefetcher_ ? prefetcher_->stats() : PrefetcherStats{}};
-}
-
-void RemoteTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
-                        std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
-  if (next_ != nullptr) next_->stored(tier, ns, parent, hashes, tokens);
-}
-void RemoteTier::removed(Tier tier, std::span<const PageHash> hashes) {
-  if (next_ != nullptr) next_->removed(tier, hashes);
-}
-void RemoteTier::cleared() {
-  if (next_ != nullptr) next_->cleared();
-}
-void RemoteTier::flush() {
-  if (next_ != nullptr) next_->flush();
+  RemoteTierStats s{lookups_,      looked_up_pages_,
+                    loaded_pages_, bad_values_,
+                    queued_pages_, known_skipped_,
+                    stored_pages_, dropped_writes_,
+                    errors_,       unavailable_,
+                    load_wait_ns_, prefetcher_ ? prefetcher_->stats() : PrefetcherStats{},
+                    answered_,     {}};
+  std::lock_guard lock(error_mutex_);
+  s.first_error = first_error_.empty() ? s.prefetch.first_error : first_error_;
+  return s;
 }
 
 }  // namespace radixkv::remote

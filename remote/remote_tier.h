@@ -26,7 +26,10 @@
 // A value that does not check out ends the run and is counted (bad_values): wrong KV is never
 // served. A store that fails (down, slow, restarted) makes load() return 0 at once, counted in
 // errors; while the store waits out its backoff, loads and writes are skipped (unavailable),
-// without touching the network. Nothing here throws for a store failure.
+// without touching the network. Nothing here throws for a store failure; stats() says how many
+// calls failed, how many were skipped, and the first failure's message (a wrong password shows as
+// the server's WRONGPASS), so that a caller can tell a tier that never worked from one that rode
+// out an outage.
 //
 // Prefetch (`prefetch` not kOff; SGLang HiCache's L3 prefetch policies, `--hicache-storage-
 // prefetch-policy` best_effort / timeout, are the model). prefetch(), called when a request is
@@ -40,8 +43,8 @@
 //                prefetch, the pages no prefetch asked for (dropped, forgotten, or never asked).
 // load_wait_ns counts load()'s waiting for the prefetch too.
 //
-// The tier forwards every other tier event to `next` (a KV event publisher, say), so that it can
-// sit between a tree and another observer. Threads: load() and the TierEvents calls come from the
+// It is one of the tree's tier observers (radix/tier_events.h): of the events it reads only
+// dropping() and inserted(). Threads: load() and the TierEvents calls come from the
 // tree's owner; the writer thread only touches the queue and its own store.
 #pragma once
 
@@ -102,6 +105,16 @@ struct RemoteTierStats {
   uint64_t unavailable = 0;     // calls skipped while the store waited out its backoff
   uint64_t load_wait_ns = 0;    // time load() spent waiting for the store: the caller stalled
   PrefetcherStats prefetch;     // with prefetch on
+  uint64_t answered = 0;        // store calls that completed, whole or in part (loads, writes)
+  // The first failure's message: of the tier's own calls, else of its prefetches ("": none).
+  std::string first_error;
+
+  // Store calls failed or were skipped, and none completed: the tier never worked (a wrong
+  // password, no server there), as opposed to one that rode out an outage.
+  bool never_answered() const {
+    return errors + unavailable + prefetch.errors + prefetch.unavailable > 0 &&
+           answered + prefetch.answered == 0;
+  }
 };
 
 class RemoteTier final : public RemotePages {
@@ -110,8 +123,7 @@ class RemoteTier final : public RemotePages {
   // when config.prefetch is on): one connection per thread. Throws std::invalid_argument for a
   // queue or batch of 0 pages, or prefetch on without its store.
   RemoteTier(std::unique_ptr<RemoteStore> reader, std::unique_ptr<RemoteStore> writer,
-             RemoteTierConfig config, TierEvents* next = nullptr,
-             std::unique_ptr<RemoteStore> prefetcher = nullptr);
+             RemoteTierConfig config, std::unique_ptr<RemoteStore> prefetcher = nullptr);
   // Writes what is still queued (each batch bounded by the store's timeout), then stops.
   ~RemoteTier() override;
   RemoteTier(const RemoteTier&) = delete;
@@ -124,7 +136,6 @@ class RemoteTier final : public RemotePages {
   // a GPU go through host pages (the runtime stages them: runtime/remote_staging.h).
   // Bytes are read only after `arrivals` (if any) says they are there.
   void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) override;
-  void forward_events(TierEvents* next) override { next_ = next; }
 
   // The leading run of pages named by `hashes` (page i's parent is hashes[i-1], the first's
   // `parent`; its tokens tokens[i*P, (i+1)*P)) that the store holds and that check out, copied
@@ -143,12 +154,11 @@ class RemoteTier final : public RemotePages {
   std::string describe() const { return where_; }
   const RemoteTierConfig& config() const { return config_; }
 
-  // TierEvents
-  void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
-              std::span<const PageHash> hashes, std::span<const TokenId> tokens) override;
-  void removed(Tier tier, std::span<const PageHash> hashes) override;
-  void cleared() override;
-  void flush() override;
+  // TierEvents: what leaves the lowest local tier, and (writing through) what is cached.
+  void stored(Tier, Namespace, std::optional<PageHash>, std::span<const PageHash>,
+              std::span<const TokenId>) override {}
+  void removed(Tier, std::span<const PageHash>) override {}
+  void cleared() override {}
   void dropping(const TreePage& page) override;
   void inserted(const TreePage& page) override;
 
@@ -160,11 +170,12 @@ class RemoteTier final : public RemotePages {
   bool known(const PageHash& hash);
   std::span<const std::byte> bytes_of(Tier tier, PageId page);
   std::vector<std::string> keys_of(std::span<const PageHash> hashes) const;
+  // Counts a failed store call (errors) and keeps its message if it is the first. Either thread.
+  void count_error(std::string_view message, std::string_view detail = {}) noexcept;
 
   std::unique_ptr<RemoteStore> reader_;
   std::unique_ptr<RemoteStore> writer_store_;
   RemoteTierConfig config_;
-  TierEvents* next_;
   uint64_t layout_id_;
   std::string where_;
   PagePool* device_ = nullptr;
@@ -181,7 +192,10 @@ class RemoteTier final : public RemotePages {
   std::atomic<uint64_t> lookups_{0}, looked_up_pages_{0}, loaded_pages_{0}, bad_values_{0},
       queued_pages_{0}, known_skipped_{0}, load_wait_ns_{0};
   // Counters both threads write.
-  std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0};
+  std::atomic<uint64_t> stored_pages_{0}, dropped_writes_{0}, errors_{0}, unavailable_{0},
+      answered_{0};
+  mutable std::mutex error_mutex_;
+  std::string first_error_;  // under error_mutex_
 
   std::mutex mutex_;
   std::condition_variable wake_, idle_;

@@ -5,6 +5,8 @@
 #include <csignal>
 #include <stdexcept>
 
+#include "events/endpoint.h"
+
 namespace radixkv::router {
 
 namespace {
@@ -17,8 +19,11 @@ WorkerEndpoints parse_worker(const std::string& spec) {
     throw std::invalid_argument("--worker " + spec +
                                 ": expected NAME=PUB_ENDPOINT,REPLAY_ENDPOINT");
   }
-  return {spec.substr(0, equals), spec.substr(equals + 1, comma - equals - 1),
-          spec.substr(comma + 1)};
+  WorkerEndpoints worker{spec.substr(0, equals), spec.substr(equals + 1, comma - equals - 1),
+                         spec.substr(comma + 1)};
+  events::check_endpoints({worker.pub, worker.replay}, events::EndpointUse::kConnect,
+                          "--worker " + spec);
+  return worker;
 }
 
 void parse_listen(const std::string& listen, RouterOptions& options) {

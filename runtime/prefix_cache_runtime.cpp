@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -22,12 +23,25 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
   return CacheBudget(budget, pool.bytes_per_page());
 }
 
+// The host tier's budget (its whole pool when cache_bytes is 0); errors name the host tier.
+std::optional<CacheBudget> make_host_budget(const HostTierConfig& host) {
+  if (host.pool == nullptr) return std::nullopt;
+  try {
+    return CacheBudget({host.cache_bytes != 0 ? host.cache_bytes : host.pool->capacity_bytes(),
+                        host.high_watermark, host.low_watermark},
+                       host.pool->bytes_per_page());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("host tier: host budget: {}", e.what()));
+  }
+}
+
 // The host tier of `config`, ready for RadixTree::add_host_tier(); errors name the host tier.
-HostTierSetup host_setup(const HostTierConfig& host, PageCopier* copier) {
+HostTierSetup host_setup(const HostTierConfig& host, const CacheBudget& budget,
+                         PageCopier* copier) {
   HostTierSetup setup;
   setup.pool = host.pool;
   setup.copier = copier;
-  setup.budget = {host.cache_bytes, host.high_watermark, host.low_watermark};
+  setup.limit_pages = budget.limit_pages();
   try {
     setup.policy = make_policy(host.policy);
     setup.write = WritePolicy::parse(host.write_policy);
@@ -47,7 +61,16 @@ std::unique_ptr<PageCopier> own_copier(const PagePool& device, const TierConfig&
   }
 }
 
-uint32_t pages_for_tokens(uint64_t tokens, uint32_t page_tokens) {
+// The host tier's pool, claimed as the device pool is: no other runtime may use it, as device or
+// host pool. (The host pool being the device pool itself is left to the tree, which says so.)
+std::optional<PagePool::Claim> claim_host_pool(const PagePool& device, const TierConfig& tiers) {
+  if (tiers.host.pool == nullptr || tiers.host.pool == &device) return std::nullopt;
+  return std::optional<PagePool::Claim>(std::in_place, *tiers.host.pool,
+                                        "PrefixCacheRuntime's host tier");
+}
+
+// The pages that hold `tokens` tokens, the last one maybe partly.
+uint32_t pages_to_hold(uint64_t tokens, uint32_t page_tokens) {
   return static_cast<uint32_t>((tokens + page_tokens - 1) / page_tokens);
 }
 
@@ -81,12 +104,15 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
                                        const TierConfig& tiers)
     : pool_(pool),
       claim_(pool, "PrefixCacheRuntime"),
+      host_claim_(claim_host_pool(pool, tiers)),
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       tree_(pool, config.policy.make()),
-      allocator_(pool, tree_, make_budget(pool, config)) {
+      tree_evictor_(tree_),
+      allocator_(pool, tree_evictor_, make_budget(pool, config)),
+      host_budget_(make_host_budget(tiers.host)) {
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
-  if (tiers.host.pool != nullptr) tree_.add_host_tier(host_setup(tiers.host, copier));
+  if (host_budget_) tree_.add_host_tier(host_setup(tiers.host, *host_budget_, copier));
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.remote != nullptr) {
     if (tiers.host.pool == nullptr && pool.backend().storage() == StorageKind::kDevice) {
@@ -102,10 +128,11 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       staging_ = std::make_unique<detail::RemoteStaging>(pool, *host_pool_, *copier);
     }
     remote_->attach_pools(&pool, tiers.host.pool, staging_.get());
-    remote_->forward_events(tiers.events);
-    tree_.set_tier_events(remote_);  // the tree tells the remote tier what it drops
-  } else if (tiers.events != nullptr) {
-    tree_.set_tier_events(tiers.events);
+    tree_.add_tier_events(remote_);  // the tree tells the remote tier what it drops
+  }
+  for (TierEvents* events : tiers.events) {
+    if (events == nullptr) throw std::invalid_argument("PrefixCacheRuntime: a null tier observer");
+    tree_.add_tier_events(events);
   }
 }
 
@@ -176,8 +203,12 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
                     request.id, request.priority, kMinPriority, kMaxPriority));
   }
   AdmitResult result;
-  const uint32_t total_pages = pages_for_tokens(len, page_tokens_);
-  if (total_pages > pool_.capacity_pages()) {
+  const bool cache_only = request.mode == AdmitMode::kCacheOnly;
+  // The pages the sequence would hold: every prompt token's, or (cache only) the whole pages'.
+  const uint32_t total_pages =
+      cache_only ? static_cast<uint32_t>(len / page_tokens_) : pages_to_hold(len, page_tokens_);
+  const uint32_t cut = cache_only ? total_pages * page_tokens_ : reuse_cut(len);
+  if (!cache_only && total_pages > pool_.capacity_pages()) {
     result.status = RuntimeStatus::kTooLarge;
     result.short_pages = total_pages - pool_.capacity_pages();
     ++stats_.admit_too_large;
@@ -197,16 +228,19 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.block_table.clear();
   s.block_table.reserve(total_pages);
 
-  const AccessHint hint{request.priority, now_};
   const MatchResult match =
-      tree_.match(request.name_space, request.prompt.first(reuse_cut(len)), &s.block_table, hint);
+      tree_.match(request.name_space, request.prompt.first(cut), &s.block_table, hint_for(request));
   // Lock before allocating: the allocation below may evict, and must not take the match.
   tree_.lock(match.node);
-  for (PageId page : s.block_table) pool_.retain(page);
+  pool_.retain(s.block_table);
   // The device run; a host run follows it (MatchResult), loaded into pages allocated below.
   const uint32_t matched_pages = static_cast<uint32_t>(s.block_table.size());
 
-  const AllocResult alloc = allocator_.allocate(total_pages - matched_pages, s.block_table);
+  // The host run (MatchResult::host_tokens) must have pages; cache only, the rest may go short.
+  const uint32_t host_pages = match.host_tokens() / page_tokens_;
+  const uint32_t wanted = total_pages - matched_pages;
+  const AllocResult alloc =
+      allocator_.allocate_up_to(cache_only ? host_pages : wanted, wanted, s.block_table);
   result.evicted_pages = alloc.evicted_pages;
   stats_.evicted_pages += alloc.evicted_pages;
   if (!alloc.ok()) {
@@ -220,9 +254,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
     end_call();
     return result;
   }
+  result.uncached_pages = wanted - alloc.pages;
   // The host run becomes device pages of the trie now, in the pages just allocated after the
   // device run; the copies run while the caller may do other work.
-  const uint32_t host_pages = match.host_tokens() / page_tokens_;
   CopyTicket ticket = 0;
   if (host_pages > 0) {
     ticket = tree_.load(match.node,
@@ -245,15 +279,24 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.reused_tokens = match.tokens;
   s.computed_tokens = match.tokens;
   s.committed_pages = matched_pages + host_pages;
+  s.mode = request.mode;
+  s.output_tokens = request.output_tokens;
+  s.request_class = request.request_class;
   s.load_ticket = ticket;
   s.locked = match.node;
-  s.tokens.assign(request.prompt.begin(), request.prompt.end());
+  if (cache_only) {
+    s.borrowed_tokens = request.prompt;
+  } else {
+    s.own_tokens.assign(request.prompt.begin(), request.prompt.end());
+  }
   ++live_;
   uint32_t remote_tokens = 0;
   if (remote_ != nullptr) {
     try {
-      remote_tokens =
-          load_remote(s, matched_pages + host_pages, reuse_cut(len) / page_tokens_) * page_tokens_;
+      // No further than the pages the sequence got (cache only, they may end before the cut).
+      const auto cut_pages =
+          std::min(cut / page_tokens_, static_cast<uint32_t>(s.block_table.size()));
+      remote_tokens = load_remote(s, matched_pages + host_pages, cut_pages) * page_tokens_;
     } catch (...) {  // out of memory, a copier's error: nothing admitted, nothing leaked
       release_sequence(s, SeqState::kAborted);
       end_call();
@@ -270,6 +313,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   stats_.host_hit_tokens += match.host_tokens();
   stats_.remote_hit_tokens += remote_tokens;
   stats_.prefill_tokens += len - reused;
+  stats_.uncached_pages += result.uncached_pages;
 
   result.seq = {slot, s.generation};
   result.reused_tokens = reused;
@@ -288,10 +332,9 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
 // sequence's) and cached at once, as if computed (the sequence locks them). Returns how many.
 uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint32_t cut_pages) {
   if (cut_pages <= local_pages) return 0;
-  const PageHash parent = chain_page_hashes(s.name_space, s.tokens, page_tokens_, local_pages,
+  const PageHash parent = chain_page_hashes(s.name_space, s.tokens(), page_tokens_, local_pages,
                                             cut_pages - local_pages, remote_hashes_);
-  const std::span<const TokenId> tokens =
-      std::span<const TokenId>(s.tokens).subspan(size_t{local_pages} * page_tokens_);
+  const std::span<const TokenId> tokens = s.tokens().subspan(size_t{local_pages} * page_tokens_);
   const std::span<const PageId> device_pages =
       std::span<const PageId>(s.block_table).subspan(local_pages, cut_pages - local_pages);
   const uint32_t loaded = staging_
@@ -354,8 +397,13 @@ void PrefixCacheRuntime::prefetch(const Request& request) {
 
 ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
   Sequence& s = live(seq, "append_token");
+  if (s.mode == AdmitMode::kCacheOnly) {
+    throw std::logic_error(fmt::format(
+        "PrefixCacheRuntime::append_token: request {} was admitted cache only; it does not decode",
+        s.request_id));
+  }
   ExtendResult result;
-  if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
+  if (s.own_tokens.size() == size_t{s.block_table.size()} * page_tokens_) {
     const AllocResult alloc = allocator_.allocate(1, s.block_table);
     result.evicted_pages = alloc.evicted_pages;
     stats_.evicted_pages += alloc.evicted_pages;
@@ -367,7 +415,7 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
     }
     result.new_page = true;
   }
-  s.tokens.push_back(token);
+  s.own_tokens.push_back(token);
   ++stats_.decode_tokens;
   end_call();
   return result;
@@ -375,11 +423,11 @@ ExtendResult PrefixCacheRuntime::append_token(SeqHandle seq, TokenId token) {
 
 void PrefixCacheRuntime::check_computed(const Sequence& s, uint32_t computed_tokens,
                                         const char* operation) const {
-  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens.size()) {
+  if (computed_tokens < s.computed_tokens || computed_tokens > s.tokens().size()) {
     throw std::invalid_argument(fmt::format(
         "PrefixCacheRuntime::{}: request {} cannot have {} computed tokens: it has {} already and "
         "{} tokens in all",
-        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens.size()));
+        operation, s.request_id, computed_tokens, s.computed_tokens, s.tokens().size()));
   }
 }
 
@@ -407,14 +455,18 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
   // Only what follows the committed prefix is new to the walk: insert below the locked node that
   // ends it, instead of re-reading the whole prefix from the root.
   const size_t from = size_t{s.committed_pages} * page_tokens_;
-  const std::span<const TokenId> rest(s.tokens.data() + from,
+  const std::span<const TokenId> rest(s.tokens().data() + from,
                                       size_t{full_pages} * page_tokens_ - from);
   const InsertResult inserted =
       tree_.insert_below(s.locked, rest,
                          std::span<const PageId>(s.block_table)
                              .subspan(s.committed_pages, full_pages - s.committed_pages),
-                         AccessHint{s.priority, now_});
+                         AccessHint{.priority = s.priority,
+                                    .now = now_,
+                                    .output_tokens = s.output_tokens,
+                                    .request_class = s.request_class});
   result.new_pages = inserted.new_pages;
+  stats_.peak_cached_pages = std::max(stats_.peak_cached_pages, tree_.cached_pages());
 
   // Pages [committed_pages, cached_pages) were computed by this sequence while another one put
   // the same prefix in the tree. Walk up from the key's end node to find the tree's pages there,
@@ -481,7 +533,12 @@ void PrefixCacheRuntime::abort(SeqHandle seq) {
 // the tier events of the call go out as one batch.
 void PrefixCacheRuntime::end_call() {
   if (staging_) staging_->retire();
-  tree_.enforce_host_watermarks();
+  if (host_budget_) {
+    tree_.retire_copies();
+    if (const uint64_t excess = host_budget_->excess_pages(tree_.host_budget_pages())) {
+      tree_.evict_host_pages(excess);
+    }
+  }
   tree_.flush_events();
 }
 
@@ -526,7 +583,8 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
   pool_.release(s.block_table);
   tree_.unlock(s.locked);
   s.block_table.clear();
-  s.tokens.clear();
+  s.own_tokens.clear();
+  s.borrowed_tokens = {};
   s.locked = nullptr;
   s.load_ticket = 0;
   s.state = end_state;
@@ -545,11 +603,47 @@ uint32_t PrefixCacheRuntime::cached_prefix(Namespace ns, std::span<const TokenId
   return tree_.peek(ns, prompt.first(reuse_cut(prompt.size())));
 }
 
-uint64_t PrefixCacheRuntime::evict(uint64_t pages) {
-  const uint64_t released = tree_.evict_pages(pages);
+uint64_t PrefixCacheRuntime::evict(uint64_t pages, std::vector<PageId>* evicted) {
+  const uint64_t released = tree_.evict_pages(pages, evicted);
   stats_.evicted_pages += released;
   end_call();
   return released;
+}
+
+AccessHint PrefixCacheRuntime::hint_for(const Request& request) const {
+  return {.priority = request.priority,
+          .now = now_,
+          .output_tokens = request.output_tokens,
+          .request_class = request.request_class};
+}
+
+MatchResult PrefixCacheRuntime::match(Namespace ns, std::span<const TokenId> tokens,
+                                      std::vector<PageId>* pages, AccessHint hint) {
+  hint.now = now_;
+  const MatchResult found = tree_.match(ns, tokens, pages, hint);
+  end_call();
+  return found;
+}
+
+InsertResult PrefixCacheRuntime::insert(Namespace ns, std::span<const TokenId> tokens,
+                                        std::span<const PageId> pages, AccessHint hint) {
+  hint.now = now_;
+  const InsertResult inserted = tree_.insert(ns, tokens, pages, hint);
+  stats_.committed_pages += inserted.new_pages;
+  stats_.peak_cached_pages = std::max(stats_.peak_cached_pages, tree_.cached_pages());
+  if (inserted.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();
+  end_call();
+  return inserted;
+}
+
+void PrefixCacheRuntime::lock(RadixNode* node) {
+  tree_.lock(node);
+  end_call();  // a write-through-selective host tier may have started a backup
+}
+
+void PrefixCacheRuntime::unlock(RadixNode* node) {
+  tree_.unlock(node);
+  end_call();
 }
 
 }  // namespace radixkv

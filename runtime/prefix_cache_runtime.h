@@ -64,7 +64,14 @@
 // end of every call, and in load_done/wait_load.
 //
 // Tier events (TierConfig::events, radix/tier_events.h): the tree reports every change of a
-// page's tiers as it applies it; each public call that changes the cache ends with one flush().
+// page's tiers as it applies it, to the remote tier first (it writes what the tree drops) and then
+// to every observer of TierConfig::events in order; each public call that changes the cache ends
+// with one flush().
+//
+// One front door. The runtime is the only owner of its tree: engines (through sequences), the
+// cache-mode and cluster replays (tools/replay/), the SGLang facade (python/src/slot_trie.h,
+// through the calls without sequences below) and the benchmarks all drive the tree through it, so
+// that every combination of tiers, observers, budget and policy behaves the same for each.
 //
 // Destruction aborts every live sequence, then releases the tree. Not thread-safe: one scheduler
 // thread owns it.
@@ -82,6 +89,7 @@
 #include "radix/radix_tree.h"
 #include "runtime/remote_pages.h"
 #include "runtime/sequence.h"
+#include "runtime/tree_evictor.h"
 
 namespace radixkv {
 
@@ -98,16 +106,17 @@ struct HostTierConfig {
   uint64_t cache_bytes = 0;      // budget of cached host pages; 0 means the whole host pool
   // Once cached host pages pass high, the host evicts down to low (checked after each call);
   // a copy to a full host evicts just what it needs.
-  double high_watermark = 1.0;
-  double low_watermark = 1.0;
+  Watermark high_watermark = 1.0;
+  Watermark low_watermark = 1.0;
   std::string policy = "lru";               // any make_policy() spec
   std::string write_policy = "write_back";  // WritePolicy::parse()
 };
 
 struct RuntimeConfig {
   uint64_t cache_bytes = 0;  // budget of cached pages; 0 means the whole pool
-  double high_watermark = 0.95;
-  double low_watermark = 0.85;
+  // Fractions of the budget or sizes of their own (eviction/cache_budget.h).
+  Watermark high_watermark = 0.95;
+  Watermark low_watermark = 0.85;
   // A spec from the registry ("lru", "gdsf:depth_pages=512"; eviction/policy_registry.h), or a
   // factory of the caller's own policy (eviction/eviction_policy.h, PolicyChoice).
   PolicyChoice policy = "lru";
@@ -117,26 +126,50 @@ struct RuntimeConfig {
 // RuntimeConfig so that a one-tier runtime's configuration stays four fields.
 struct TierConfig {
   HostTierConfig host;
-  TierEvents* events = nullptr;  // told of every change of tiers; turns page hashes on
-  bool page_hashes = false;      // keep a PageHash per cached page (radix/page_hash.h)
+  // Told of every change of tiers, in this order (radix/tier_events.h); each must outlive the
+  // runtime. Any observer turns page hashes on.
+  std::vector<TierEvents*> events;
+  bool page_hashes = false;  // keep a PageHash per cached page (radix/page_hash.h)
   // A remote tier under the local ones (runtime/remote_pages.h); must outlive the runtime.
   RemotePages* remote = nullptr;
 
   // No host tier; `events` told of every change (nullptr: nobody).
   static TierConfig with_events(TierEvents* events) {
     TierConfig tiers;
-    tiers.events = events;
+    if (events != nullptr) tiers.events.push_back(events);
     return tiers;
   }
 };
 
 using LoadTicket = CopyTicket;  // 0: nothing to wait for
 
+// What the caller of admit will compute, which decides how much of the prompt admit matches and
+// allocates.
+enum class AdmitMode : uint8_t {
+  // An engine: it computes the rest of the prompt, then decodes. The match stops at reuse_cut()
+  // (the last prompt token's logits are needed), and admit allocates a page for every prompt token
+  // beyond the device match, all or nothing (kNoSpace, kTooLarge).
+  kCompute,
+  // A cache given KV computed elsewhere, as the cache-mode replay models it (docs/design.md,
+  // "Cache mode"): the match takes every whole page of the prompt, and admit allocates pages for
+  // the whole pages after it only, as many as the pool can give once everything evictable is
+  // evicted (AdmitResult::uncached_pages: the rest, which the caller does not cache). The partial
+  // last page is neither matched nor cached, and the sequence cannot decode (append_token throws).
+  // kNoSpace only when a host run to load finds no device pages; never kTooLarge. The prompt is
+  // read in place, not copied: the caller keeps it alive and unchanged until the sequence ends.
+  kCacheOnly,
+};
+
 struct Request {
   uint64_t id = 0;  // the caller's label, used in error messages; need not be unique
   Namespace name_space = 0;
   std::span<const TokenId> prompt;
   int32_t priority = kDefaultPriority;
+  // What the caller knows of the request, handed to the policy (AccessHint): the answer's length
+  // and a request class; 0 when unknown.
+  uint32_t output_tokens = 0;
+  uint16_t request_class = 0;
+  AdmitMode mode = AdmitMode::kCompute;
 };
 
 enum class RuntimeStatus : uint8_t { kOk, kNoSpace, kTooLarge };
@@ -154,14 +187,15 @@ struct AdmitResult {
   std::span<const PageId> block_table;  // valid until the sequence changes
   uint64_t evicted_pages = 0;           // cache pages evicted to make room (also when refused)
   uint64_t short_pages = 0;             // when refused: pages still missing
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  uint32_t uncached_pages = 0;          // kCacheOnly: whole prompt pages that got no page
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 struct ExtendResult {
   RuntimeStatus status = RuntimeStatus::kOk;
   bool new_page = false;  // a page was allocated for the token
   uint64_t evicted_pages = 0;
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 struct CommitResult {
@@ -186,6 +220,8 @@ struct RuntimeStats {
   uint64_t committed_pages = 0;    // pages handed to the tree
   uint64_t duplicate_pages = 0;    // computed pages the tree already had
   uint64_t evicted_pages = 0;      // by allocation, watermarks and evict()
+  uint64_t uncached_pages = 0;     // kCacheOnly admits: whole prompt pages that got no page
+  uint64_t peak_cached_pages = 0;  // the most device pages cached at once (after an insert)
   // Admits whose remote lookup was cut short (or skipped) because the host pool had too few
   // pages to stage the run in, even after host eviction: the pages past them were misses.
   uint64_t remote_no_staging = 0;
@@ -196,8 +232,8 @@ class PrefixCacheRuntime {
   // `pool` (and the host tier's pool and copier) must outlive the runtime. Throws
   // std::invalid_argument for a bad budget, policy (a factory that returns none is one), write
   // policy or host tier, a remote tier over a device pool on a GPU without a host tier (its
-  // pages have to be staged through host memory), std::logic_error when the pool is in use
-  // (above).
+  // pages have to be staged through host memory), std::logic_error when the pool or the host
+  // tier's pool is in use (above: another runtime's device or host pool, or pages held).
   PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config = {},
                      const TierConfig& tiers = {});
   ~PrefixCacheRuntime();
@@ -231,16 +267,33 @@ class PrefixCacheRuntime {
   // The state a handle's sequence ended in (or kRunning); nullopt for a handle never issued or
   // whose slot has been reused since.
   std::optional<SeqState> state(SeqHandle seq) const;
-  uint32_t live_sequences() const { return live_; }
+  uint32_t live_sequences() const noexcept { return live_; }
 
   // The caller's clock in seconds (a trace's arrival times), passed to the policy with every access
   // (AccessHint::now) from now on; policies with a retention period read it. Starts at 0.
-  void set_now(double seconds) { now_ = seconds; }
-  double now() const { return now_; }
+  void set_now(double seconds) noexcept { now_ = seconds; }
+  double now() const noexcept { return now_; }
 
   // Evicts up to n evictable device cache pages in policy order (to the host tier under
-  // write-back); returns how many were released.
-  uint64_t evict(uint64_t pages);
+  // write-back); returns how many were released. `evicted`, when given, gets the device page of
+  // every step appended, in order.
+  uint64_t evict(uint64_t pages, std::vector<PageId>* evicted = nullptr);
+
+  // --- Callers that keep their own requests (python/src/slot_trie.h: SGLang's RadixCache over
+  // the engine's KV slots, whose scheduler locks nodes itself). RadixTree's calls
+  // (radix/radix_tree.h), made through the runtime so that tiers, observers, the budget and the
+  // clock apply as they do to sequences; each ends the call as admit does (host watermarks, one
+  // batch of events). The hint's `now` is the runtime's clock (set_now). A node locked here is the
+  // caller's to unlock; the runtime's end releases everything regardless.
+  MatchResult match(Namespace ns, std::span<const TokenId> tokens, std::vector<PageId>* pages,
+                    AccessHint hint = {});
+  // `pages` (one per whole page of `tokens`) are held by the caller, who releases them afterwards:
+  // the tree takes its own reference on the ones it indexes (RadixTree::insert). Evicts down to
+  // the low watermark once above the high one, as commit does.
+  InsertResult insert(Namespace ns, std::span<const TokenId> tokens, std::span<const PageId> pages,
+                      AccessHint hint = {});
+  void lock(RadixNode* node);
+  void unlock(RadixNode* node);
 
   // The admit cut: the most tokens of a `prompt_tokens`-token prompt that admit takes from the
   // cache, floor((prompt_tokens - 1) / P) * P, so that the last prompt token is always computed.
@@ -258,14 +311,16 @@ class PrefixCacheRuntime {
 
   // Read-only views. The tree is for dumps, verify() and its statistics; only the runtime
   // changes it.
-  const RuntimeStats& stats() const { return stats_; }
-  uint32_t page_tokens() const { return page_tokens_; }
-  uint64_t cached_pages() const { return tree_.cached_pages(); }
+  const RuntimeStats& stats() const noexcept { return stats_; }
+  uint32_t page_tokens() const noexcept { return page_tokens_; }
+  uint64_t cached_pages() const noexcept { return tree_.cached_pages(); }
   // Cached pages no live sequence pins: what eviction could free for an allocation now.
-  uint64_t evictable_pages() const { return tree_.evictable_pages(); }
-  const RadixTree& tree() const { return tree_; }
-  const PagePool& pool() const { return pool_; }
+  uint64_t evictable_pages() const noexcept { return tree_.evictable_pages(); }
+  const RadixTree& tree() const noexcept { return tree_; }
+  const PagePool& pool() const noexcept { return pool_; }
   const CacheBudget& budget() const { return allocator_.budget(); }
+  // The host tier's budget; nullptr without a host tier.
+  const CacheBudget* host_budget() const { return host_budget_ ? &*host_budget_ : nullptr; }
 
  private:
   friend struct detail::RuntimeInternals;
@@ -278,6 +333,7 @@ class PrefixCacheRuntime {
   void release_sequence(detail::Sequence& s, SeqState end_state);
   void check_computed(const detail::Sequence& s, uint32_t computed_tokens,
                       const char* operation) const;
+  AccessHint hint_for(const Request& request) const;
   void end_call();
   void check_host_accounting() const;
   uint32_t load_remote(detail::Sequence& s, uint32_t local_pages, uint32_t cut_pages);
@@ -287,10 +343,13 @@ class PrefixCacheRuntime {
 
   PagePool& pool_;
   PagePool::Claim claim_;  // before tree_: held until the tree has released its pages
+  std::optional<PagePool::Claim> host_claim_;  // the host tier's pool, likewise
   uint32_t page_tokens_;
   std::unique_ptr<PageCopier> own_copier_;  // when TierConfig names none; outlives tree_
   RadixTree tree_;
+  TreeEvictor tree_evictor_;  // the budget's view of tree_
   BudgetedAllocator allocator_;
+  std::optional<CacheBudget> host_budget_;
   std::vector<detail::Sequence> slots_;
   std::vector<uint32_t> free_slots_;
   uint32_t live_ = 0;

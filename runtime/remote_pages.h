@@ -1,8 +1,8 @@
 // RemotePages: a tier below the local ones, as the runtime uses it (remote/remote_tier.h is the
 // Redis one). Not in the trie: pages are looked up by their chain hash (radix/page_hash.h) after
-// the local match, and written when they leave the lowest local tier (TierEvents::dropping, which
-// the tree calls on this object: it is the tree's event sink and forwards everything to the
-// TierConfig's own sink, if any), or, writing through, when they are cached (TierEvents::inserted).
+// the local match, and written when they leave the lowest local tier (TierEvents::dropping: the
+// runtime adds the tier to the tree's observers, radix/tier_events.h), or, writing through, when
+// they are cached (TierEvents::inserted).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +40,6 @@ class RemotePages : public TierEvents {
   // a page's bytes (nullptr: they are always there). Throws std::invalid_argument for a pool the
   // tier cannot read.
   virtual void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) = 0;
-  // Where the events the tree sends through this tier go on (nullptr: nowhere).
-  virtual void forward_events(TierEvents* next) = 0;
 };
 
 }  // namespace radixkv

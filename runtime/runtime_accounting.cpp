@@ -30,14 +30,18 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
     if (s.state != SeqState::kRunning) continue;
     ++live;
     const std::string who = fmt::format("request {}", s.request_id);
-    if (s.block_table.size() != (s.tokens.size() + page_tokens_ - 1) / page_tokens_) {
-      fail(
-          fmt::format("{} has {} tokens but {} pages", who, s.tokens.size(), s.block_table.size()));
+    const std::span<const TokenId> tokens = s.tokens();
+    // A page for every token; cache only, for whole pages only, and maybe fewer (AdmitMode).
+    const bool pages_fit =
+        s.mode == AdmitMode::kCacheOnly
+            ? s.block_table.size() <= tokens.size() / page_tokens_
+            : s.block_table.size() == (tokens.size() + page_tokens_ - 1) / page_tokens_;
+    if (!pages_fit) {
+      fail(fmt::format("{} has {} tokens but {} pages", who, tokens.size(), s.block_table.size()));
     }
-    if (s.computed_tokens > s.tokens.size() ||
-        s.committed_pages * page_tokens_ > s.computed_tokens) {
+    if (s.computed_tokens > tokens.size() || s.committed_pages * page_tokens_ > s.computed_tokens) {
       fail(fmt::format("{}: {} computed tokens, {} committed pages, {} tokens", who,
-                       s.computed_tokens, s.committed_pages, s.tokens.size()));
+                       s.computed_tokens, s.committed_pages, tokens.size()));
     }
     if (s.locked == nullptr || s.locked->lock_count() == 0) fail(who + " holds no lock");
     // The committed prefix is exactly the path to the locked node: its tokens and its pages.
@@ -51,7 +55,7 @@ uint64_t PrefixCacheRuntime::check_accounting() const {
       const auto edge = x->edge_tokens(page_tokens_);
       const bool same_tokens =
           same_pages &&
-          std::equal(edge.begin(), edge.end(), s.tokens.begin() + size_t{begin} * page_tokens_);
+          std::equal(edge.begin(), edge.end(), tokens.begin() + size_t{begin} * page_tokens_);
       if (!same_pages || !same_tokens) {
         fail(
             fmt::format("{}: the locked path's node at pages [{}, {}) differs from its {} "

@@ -24,14 +24,24 @@ struct Sequence {
   uint32_t reused_tokens = 0;
   uint32_t computed_tokens = 0;
   uint32_t committed_pages = 0;
+  AdmitMode mode = AdmitMode::kCompute;
+  uint32_t output_tokens = 0;  // the request's, for the policy (AccessHint)
+  uint16_t request_class = 0;
   CopyTicket load_ticket = 0;   // the load admit started for the host run, 0 when none
   RadixNode* locked = nullptr;  // the end of the committed prefix, locked by this sequence
-  std::vector<TokenId> tokens;
+  // The sequence's tokens: its own copy of the prompt and what decode appends (kCompute), or the
+  // caller's prompt read in place until the sequence ends (kCacheOnly, which never decodes: the
+  // cache-mode replay's prompts would otherwise be copied once more each).
+  std::vector<TokenId> own_tokens;
+  std::span<const TokenId> borrowed_tokens;
   std::vector<PageId> block_table;
 
+  std::span<const TokenId> tokens() const {
+    return mode == AdmitMode::kCacheOnly ? borrowed_tokens : std::span<const TokenId>(own_tokens);
+  }
   SequenceView view() const {
-    return {request_id,      name_space,      priority,    state,  prompt_tokens, reused_tokens,
-            computed_tokens, committed_pages, load_ticket, tokens, block_table};
+    return {request_id,      name_space,      priority,    state,    prompt_tokens, reused_tokens,
+            computed_tokens, committed_pages, load_ticket, tokens(), block_table};
   }
 };
 

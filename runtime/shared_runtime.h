@@ -50,7 +50,7 @@ struct SharedAdmit {
   uint32_t reused_tokens = 0;
   uint32_t position_offset = 0;
   std::vector<PageId> block_table;  // a copy, taken under the lock
-  bool ok() const { return status == RuntimeStatus::kOk; }
+  bool ok() const noexcept { return status == RuntimeStatus::kOk; }
 };
 
 class SharedRuntime {
@@ -71,7 +71,7 @@ class SharedRuntime {
   SharedRuntime(const SharedRuntime&) = delete;
   SharedRuntime& operator=(const SharedRuntime&) = delete;
 
-  uint32_t shards() const { return static_cast<uint32_t>(shards_.size()); }
+  uint32_t shards() const noexcept { return static_cast<uint32_t>(shards_.size()); }
   uint32_t shard_of(Namespace ns) const;
   // What one shard was given at construction: pages of the pool (the first capacity % shards
   // shards hold one more, so the shards add up to the capacity) and its share of cache_bytes

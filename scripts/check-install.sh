@@ -4,7 +4,9 @@
 #      build has radixkv::remote, its embed_remote, which links it and hiredis);
 #   2. the same main.cpp compiled with `pkg-config --cflags --libs radixkv`, and run (and
 #      remote.cpp with radixkv-remote.pc);
-#   3. every installed header compiled on its own (none may need a header that is not installed);
+#   3. every installed header compiled on its own (none may need a header that is not installed),
+#      and no internal header installed: none named *_internals.h, none that only its own
+#      folder's sources include (cmake/radixkv_library.cmake, INTERNAL_HEADERS);
 #   4. in the consumer, malloc, free and operator new bound to the C and C++ runtime libraries,
 #      never to mimalloc (LD_DEBUG=bindings), while radixkv's own heap is mimalloc;
 #   5. examples/embed again with radixkv added by add_subdirectory (as FetchContent does): it
@@ -37,6 +39,26 @@ grep -q '^RADIXKV_BUILD_REMOTE:BOOL=ON' "$build_dir/CMakeCache.txt" && remote=ON
 step "cmake --install $build_dir --prefix <tmp>"
 cmake --install "$build_dir" --prefix "$prefix" >"$scratch/install.log" ||
   fail "install: $(tail -5 "$scratch/install.log")"
+
+step "no internal header installed"
+# Who includes each header, from the checkout's own files (tracked, or new and not ignored).
+mapfile -t sources < <(git ls-files -co --exclude-standard -- '*.h' '*.cpp' '*.cu')
+((${#sources[@]} > 0)) || fail "no sources listed by git ls-files in $(pwd)"
+internal=()
+while IFS= read -r header; do
+  relative=${header#"$prefix/include/radixkv/"}  # folder/name.h
+  [[ $relative == */* ]] || continue               # version.h
+  folder=${relative%%/*}
+  if [[ $relative == *_internals.h ]]; then
+    internal+=("$relative (named *_internals.h)")
+    continue
+  fi
+  users=$(grep -lE "#include [\"<](radixkv/)?$relative[\">]" "${sources[@]}" |
+    grep -vxE "$folder/[^/]+\.(cpp|cu)|$relative" || true)
+  [[ -n $users ]] || internal+=("$relative (only $folder/'s own sources include it)")
+done < <(find "$prefix/include/radixkv" -name '*.h' | sort)
+((${#internal[@]} == 0)) ||
+  fail "internal headers installed (list them in INTERNAL_HEADERS): ${internal[*]}"
 
 if [[ -x $prefix/bin/radixkv ]]; then
   step "the installed radixkv: a replay, and radixkv router through radixkv-router beside it"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "radix/radix_tree.h"
+#include "runtime/tree_evictor.h"
 
 namespace radixkv::testing {
 
@@ -80,6 +81,7 @@ struct CacheFixture {
 
   PagePool pool;
   RadixTree tree;
+  TreeEvictor evictor{tree};  // for a BudgetedAllocator over the tree
 };
 
 }  // namespace radixkv::testing

@@ -1,5 +1,7 @@
 // MemoryStore: a RemoteStore in a map, for tests of the remote tier without a server. It can be
-// told to fail (every call throws RemoteError until told otherwise) or to fail some keys only (a
+// told to fail (every call throws RemoteError until told otherwise), to wait out a backoff (every
+// call throws RemoteUnavailable, as a store does between a failure and its reconnect) or to fail
+// some keys only (a
 // get naming one throws RemotePartialError, as a cluster with one master down does, with those
 // keys reading as missing and the others' values kept), its gets can be held at a
 // closed gate (each waits for it up to `gate_timeout`, then throws RemoteError as a timed-out
@@ -25,6 +27,7 @@ class MemoryStore final : public remote::RemoteStore {
     std::map<std::string, std::string> values;
     std::set<std::string> failing_keys;  // under `mutex`
     std::atomic<bool> failing{false};
+    std::atomic<bool> backing_off{false};
     std::atomic<bool> gate_closed{false};
     std::chrono::milliseconds gate_timeout{100};
     std::atomic<int> at_gate{0};             // gets waiting at the closed gate now
@@ -80,6 +83,7 @@ class MemoryStore final : public remote::RemoteStore {
  private:
   void check() const {
     if (shared_.failing) throw remote::RemoteError("memory store: told to fail");
+    if (shared_.backing_off) throw remote::RemoteUnavailable("memory store: waiting to reconnect");
   }
   Shared& shared_;
 };

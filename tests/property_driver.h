@@ -62,10 +62,10 @@ class PropertyDriver {
   PropertyDriver(std::string_view policy, uint32_t page_tokens, Source source)
       : f_(page_tokens, kCapacityPages, policy),
         oracle_(page_tokens),
-        alloc_(f_.pool, f_.tree,
+        alloc_(f_.pool, f_.evictor,
                CacheBudget({kCapacityPages * f_.pool.bytes_per_page(), 1.0, 1.0},
                            f_.pool.bytes_per_page())),
-        budget_(f_.pool, f_.tree,
+        budget_(f_.pool, f_.evictor,
                 CacheBudget({kCapacityPages * 3 / 4 * f_.pool.bytes_per_page(), 0.9, 0.6},
                             f_.pool.bytes_per_page())),
         exact_lru_(policy == "lru"),

@@ -36,7 +36,7 @@ class RuntimeDriver {
       : pool_(KvLayout{1, 1, 4, 2, page_tokens}, kCapacity),
         events_(events ? std::make_unique<EventLog>(page_tokens, pool_, pool_) : nullptr),
         runtime_(pool_, RuntimeConfig{0, kHighWatermark, kLowWatermark, std::string(policy)},
-                 TierConfig{{}, events_.get(), false}),
+                 TierConfig::with_events(events_.get())),
         oracle_(page_tokens),
         model_(policy, page_tokens),
         source_(std::move(source)),

@@ -2,6 +2,7 @@
 // every kind in every format, and misuse of the runtime API. Each must give a clear error that
 // names the input, a non-zero exit for the command line, and leave the structures intact.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "runtime/prefix_cache_runtime.h"
 #include "runtime/runtime_internals.h"
@@ -402,4 +404,80 @@ TEST_CASE("issue 14.11: one prefix, whole numbers, duplicate keys, gen --out -")
   CHECK(dash.status == kExitOk);
   CHECK(dash.out == cli({"gen", "--conversations", "3"}).out);
   CHECK(dash.out.starts_with("{\"radixkv_trace\":1"));
+}
+
+TEST_CASE("issue 28: --config naming a folder is refused, not run with the defaults") {
+  const fs::path folder = scratch("x", "").parent_path() / "config-folder";
+  fs::create_directories(folder);
+  const Run run = cli({"replay", "--config", folder.string()});
+  CHECK(run.status == kExitUsage);
+  CHECK(run.err.find(fmt::format("--config: '{}' is a directory, not a TOML file",
+                                 folder.string())) != std::string::npos);
+  CHECK(run.out.empty());  // nothing ran
+}
+
+TEST_CASE("issue 28: KV event endpoints are checked before the trace is read, naming the flag") {
+  // A trace that does not exist: the endpoint's error comes first, so nothing was read.
+  const std::vector<std::string> no_trace{"replay", "--trace", "/nonexistent-radixkv/t.jsonl"};
+  const auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = no_trace;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return cli(args);
+  };
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--kv-events", "tcp://256.1.1.1:5557"},
+       "--kv-events: endpoint 'tcp://256.1.1.1:5557': '256.1.1.1' is not an IPv4 address (four "
+       "numbers from 0 to 255, dot-separated)"},
+      {{"--kv-events", "tcp://10.0.0.5"},
+       "--kv-events: endpoint 'tcp://10.0.0.5': expected "
+       "tcp://HOST:PORT"},
+      {{"--kv-events", "tcp://127.0.0.1:0"},
+       "--kv-events: endpoint 'tcp://127.0.0.1:0': port 0 (any free port) is for binding only"},
+      {{"--kv-events", "tcp://*:5557", "--kv-events-replay", "tcp://127.0.0.1:70000"},
+       "--kv-events-replay: endpoint 'tcp://127.0.0.1:70000': port '70000' is not a number from 1 "
+       "to 65535"},
+  };
+  for (const auto& [extra, message] : cases) {
+    CAPTURE(extra);
+    const Run r = run(extra);
+    CHECK(r.status == kExitUsage);
+    CHECK_MESSAGE(r.err.find(message) != std::string::npos, r.err);
+  }
+}
+
+TEST_CASE("issue 28: output paths are checked before the replay, naming the flag and why") {
+  const fs::path file = scratch("a-file", "x");
+  const fs::path folder = file.parent_path();
+  const std::vector<std::string> no_trace{"replay", "--trace", "/nonexistent-radixkv/t.jsonl"};
+  const std::vector<std::string> events{"--kv-events", "tcp://127.0.0.1:*", "--dump-pages"};
+  const std::tuple<std::vector<std::string>, std::string, std::string> cases[] = {
+      {events, "/nonexistent-radixkv/x.json", "the folder '/nonexistent-radixkv' does not exist"},
+      {events, folder.string(), "it is a folder"},
+      {events, (file / "x.json").string(), fmt::format("'{}' is not a folder", file.string())},
+      {{"--sweep", "1e5", "--plot"},
+       "/nonexistent-radixkv/p.svg",
+       "the folder '/nonexistent-radixkv' does not exist"},
+  };
+  for (const auto& [flags, path, why] : cases) {
+    std::vector<std::string> args = no_trace;
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(path);
+    CAPTURE(args);
+    const Run r = cli(args);
+    CHECK(r.status == kExitUsage);
+    const std::string message = fmt::format("{}: cannot write '{}': {}", flags.back(), path, why);
+    CHECK_MESSAGE(r.err.find(message) != std::string::npos, r.err);
+  }
+  // A path that can be written passes, and nothing is created up front: the run goes on to read
+  // the trace, which is missing.
+  const fs::path dump = folder / "pages.json";
+  fs::remove(dump);
+  std::vector<std::string> args = no_trace;
+  args.insert(args.end(), events.begin(), events.end());
+  args.push_back(dump.string());
+  const Run ok = cli(args);
+  CHECK(ok.status == kExitFailure);
+  CHECK(ok.err.find("/nonexistent-radixkv/t.jsonl") != std::string::npos);
+  CHECK(ok.err.find("--dump-pages") == std::string::npos);
+  CHECK_FALSE(fs::exists(dump));
 }

@@ -9,7 +9,7 @@ using radixkv::testing::iota_tokens;
 TEST_CASE("watermarks: above high, evict down to low") {
   CacheFixture f(1, 100);
   const uint64_t page = f.pool.bytes_per_page();
-  BudgetedAllocator alloc(f.pool, f.tree, CacheBudget({20 * page, 0.9, 0.55}, page));
+  BudgetedAllocator alloc(f.pool, f.evictor, CacheBudget({20 * page, 0.9, 0.55}, page));
   CHECK(alloc.budget().high_pages() == 18);
   CHECK(alloc.budget().low_pages() == 11);
   for (TokenId conv = 0; conv < 6; ++conv) f.cache(iota_tokens(3, conv * 100));  // 18 pages
@@ -28,7 +28,7 @@ TEST_CASE("watermarks: above high, evict down to low") {
 TEST_CASE("allocation evicts just enough, then fails cleanly when nothing is evictable") {
   CacheFixture f(2, 10);
   const uint64_t page = f.pool.bytes_per_page();
-  BudgetedAllocator alloc(f.pool, f.tree, CacheBudget({10 * page, 1.0, 1.0}, page));
+  BudgetedAllocator alloc(f.pool, f.evictor, CacheBudget({10 * page, 1.0, 1.0}, page));
   f.cache(iota_tokens(8, 0));    // 4 pages
   f.cache(iota_tokens(8, 100));  // 4 pages
   std::vector<PageId> seq;

@@ -99,16 +99,18 @@ TEST_CASE("watermarks: refused unless low <= high <= budget, naming the flag") {
   };
   const std::vector<Case> cases = {
       {{"--high-watermark", "0.5", "--low-watermark", "0.6"},
-       "--low-watermark: 0.6 is above the high watermark 0.5"},
+       "--low-watermark: 0.6: low watermark 0.6 is above the high watermark 0.5"},
       {{"--high-watermark", "40GiB"},
-       "--high-watermark: 40GiB is 20480 pages, more than the budget"},
-      {{"--low-watermark", "1KiB"}, "--low-watermark: 1KiB is less than one page"},
+       "--high-watermark: 40GiB: a watermark of 42949672960 bytes is 20480 pages, more than the "
+       "budget of 16384 pages"},
+      {{"--low-watermark", "1KiB"},
+       "--low-watermark: 1KiB: low watermark of 1024 bytes is below one page"},
       {{"--high-watermark", "0"}, "--high-watermark: '0' is neither a fraction"},
       {{"--high-watermark", "1.5"}, "--high-watermark: '1.5' is neither a fraction"},
       {{"--high-watermark", "9e9"}, "--high-watermark: '9e9' is neither a fraction"},
       {{"--mode", "engine", "--pool-bytes", "8GiB", "--high-watermark", "0.8"}, ""},
       {{"--mode", "engine", "--pool-bytes", "8GiB", "--low-watermark", "0.97"},
-       "--low-watermark: 0.97 is above the high watermark 0.95"},
+       "--low-watermark: 0.97: low watermark 0.97 is above the high watermark 0.95"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"replay"};

@@ -159,9 +159,11 @@ TEST_CASE("events: after close the replay socket answers for the linger time, th
 TEST_CASE("events: a publisher that cannot open its sockets names the endpoint") {
   PublisherOptions bad = loopback();
   bad.endpoint = "bogus://nowhere";
-  CHECK_THROWS_WITH_AS(ZmqEventPublisher{bad},
-                       doctest::Contains("KV events endpoint bogus://nowhere: "),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      ZmqEventPublisher{bad},
+      doctest::Contains(
+          "KV events endpoint: endpoint 'bogus://nowhere': unknown transport 'bogus'"),
+      std::invalid_argument);
   ZmqEventPublisher first(loopback());
   PublisherOptions taken = loopback();
   taken.replay_endpoint = first.bound_replay_endpoint();

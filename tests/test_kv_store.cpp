@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "kv_store/page_pool.h"
@@ -18,6 +20,40 @@ TEST_CASE("presets have their published bytes per token") {
   CHECK(KvLayout::preset("llama-3-8b", 16).bytes_per_page() == 16 * 128 * 1024);
   CHECK_THROWS_WITH_AS(KvLayout::preset("gpt-9", 16), doctest::Contains("llama-3-8b"),
                        std::invalid_argument);
+}
+
+TEST_CASE(
+    "issue 28: a layout whose sizes pass 2^64 bytes is refused, naming the field, never wrapped") {
+  // 2 x 2^20 x 2^10 x 2^12 x 2^12 = 2^55 bytes a token: 512 tokens make exactly 2^64, which
+  // wrapped to a page of 0 bytes (and 513 tokens to one of 2^55, smaller than a token).
+  const KvLayout wraps_to_zero{1u << 20, 1u << 10, 1u << 12, 1u << 12, 512};
+  CHECK(wraps_to_zero.bytes_per_token() == uint64_t{1} << 55);
+  for (const auto& [layout, field, what] :
+       {std::tuple{wraps_to_zero, "at page_tokens", "a page"},
+        std::tuple{KvLayout{1u << 20, 1u << 10, 1u << 12, 1u << 12, 513}, "at page_tokens",
+                   "a page"},
+        // 52.5 PB a token (2 x 48,912,491 x 4,096 x 65,536 x 2 B): 512 of them pass 2^64.
+        std::tuple{KvLayout{48'912'491, 4096, 65536, 2, 512}, "at page_tokens", "a page"},
+        std::tuple{KvLayout{UINT32_MAX, UINT32_MAX, UINT32_MAX, 1, 1}, "at kv_heads", "a token"}}) {
+    CAPTURE(layout.to_string());
+    CHECK_THROWS_WITH_AS(layout.validate(), doctest::Contains(field), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(layout.validate(), doctest::Contains(what), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(layout.bytes_per_page(), doctest::Contains(field), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(PagePool(layout, 4), doctest::Contains(field), std::invalid_argument);
+    CHECK_THROWS_AS(PagePool::pages_for_bytes(layout, UINT64_MAX), std::invalid_argument);
+    CHECK(layout.to_string().find("more than 2^64 B/page") != std::string::npos);
+  }
+  CHECK_THROWS_WITH_AS(
+      wraps_to_zero.validate(),
+      "KvLayout: a page passes 2^64 bytes at page_tokens (1048576 layers x 1024 "
+      "kv_heads x 4096 head_dim x 4096 dtype_bytes x 2 (K and V) x 512 page_tokens)",
+      std::invalid_argument);
+  // The largest page that fits is taken as it is; a pool of it that would pass 2^64 is refused.
+  const KvLayout largest{1u << 20, 1u << 10, 1u << 12, 1u << 12, 511};
+  CHECK(largest.bytes_per_page() == (uint64_t{1} << 55) * 511);
+  CHECK_NOTHROW(largest.validate());
+  CHECK_NOTHROW(PagePool(largest, 1));
+  CHECK_THROWS_WITH_AS(PagePool(largest, 2), doctest::Contains("pass 2^64"), std::invalid_argument);
 }
 
 TEST_CASE("allocation is all or nothing and refcounts return pages to the free list") {
@@ -93,6 +129,30 @@ TEST_CASE("releasing a list is all or nothing, also when a page is listed more o
   REQUIRE(pool.allocate(4, again));
   std::sort(again.begin(), again.end());
   CHECK(std::adjacent_find(again.begin(), again.end()) == again.end());  // no page handed out twice
+}
+
+TEST_CASE("retaining a list is all or nothing, and a page listed twice gains two references") {
+  PagePool pool(KvLayout{1, 1, 8, 2, 4}, 4);
+  std::vector<PageId> pages;
+  REQUIRE(pool.allocate(3, pages));
+  pool.release(pages[2]);  // free now
+  const std::vector<std::pair<std::vector<PageId>, const char*>> bad_lists = {
+      {{pages[0], pages[1], pages[2]}, "is free"},  // the bad page last: the others undone
+      {{pages[1], PageId{17}, pages[0]}, "not in this pool"},
+  };
+  for (const auto& [list, why] : bad_lists) {
+    CAPTURE(why);
+    CHECK_THROWS_WITH_AS(pool.retain(list), doctest::Contains(why), std::logic_error);
+    CHECK(pool.refcount(pages[0]) == 1);
+    CHECK(pool.refcount(pages[1]) == 1);
+    CHECK(pool.refcount(pages[2]) == 0);
+    CHECK(pool.free_pages() == 2);
+  }
+  pool.retain(std::vector<PageId>{pages[0], pages[1], pages[0]});
+  CHECK(pool.refcount(pages[0]) == 3);
+  CHECK(pool.refcount(pages[1]) == 2);
+  pool.release(std::vector<PageId>{pages[0], pages[0], pages[0], pages[1], pages[1]});
+  CHECK(pool.free_pages() == 4);
 }
 
 TEST_CASE("partitions take contiguous ranges of one pool's ids and keep their own free lists") {

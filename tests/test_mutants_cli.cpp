@@ -10,10 +10,9 @@ using namespace radixkv;
 using namespace radixkv::tools;
 
 TEST_CASE("watermarks: a size of p pages is exactly p pages, for every p of every budget to 200") {
-  // Mutant cli-watermark-size-rounds-down: p / budget as a double can land just below p when
-  // CacheBudget multiplies it back (15 of 22 pages: floor(22 * (15 / 22.0)) = 14), so the fraction
-  // handed on must be nudged up until CacheBudget computes p. CacheBudget is the oracle here: it
-  // is the one definition of the pages a fraction stands for.
+  // Mutant budget-watermark-size-rounds-down: a size is floor(bytes / page) pages, no fewer, for
+  // sizes on a page boundary and a byte short of the next one. resolve_watermarks parses the
+  // flags; CacheBudget applies the one rule.
   constexpr uint64_t kPageBytes = 4096;
   uint64_t checked = 0;
   for (uint64_t budget = 1; budget <= 200; ++budget) {
@@ -21,9 +20,9 @@ TEST_CASE("watermarks: a size of p pages is exactly p pages, for every p of ever
       // A byte less than one more page is still `pages` pages.
       const std::string high = std::to_string(pages * kPageBytes + kPageBytes - 1) + "B";
       const std::string low = std::to_string(pages * kPageBytes) + "B";
-      const WatermarkFractions f =
+      const Watermarks w =
           resolve_watermarks(high, low, {1.0, 1.0}, budget, kPageBytes, "--high", "--low");
-      const CacheBudget counted({budget * kPageBytes, f.high, f.low}, kPageBytes);
+      const CacheBudget counted({budget * kPageBytes, w.high, w.low}, kPageBytes);
       if (counted.high_pages() != pages || counted.low_pages() != pages) {
         CAPTURE(budget);
         CAPTURE(pages);

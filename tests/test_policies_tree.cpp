@@ -93,7 +93,7 @@ TEST_CASE_TEMPLATE("through the tree, random operations keep every invariant", T
   const std::string_view name = T().name();
   CacheFixture f(2, 64, name);
   BudgetedAllocator alloc(
-      f.pool, f.tree,
+      f.pool, f.evictor,
       CacheBudget({64 * f.pool.bytes_per_page(), 1.0, 1.0}, f.pool.bytes_per_page()));
   std::mt19937_64 rng(4242 + name.size());
   std::vector<Pin> pins;

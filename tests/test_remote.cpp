@@ -282,7 +282,7 @@ struct TierFixture {
   explicit TierFixture(std::size_t queue_pages = 64,
                        remote::PrefetchPolicy prefetch = remote::PrefetchPolicy::kOff)
       : tier(std::make_unique<testing::MemoryStore>(shared),
-             std::make_unique<testing::MemoryStore>(shared), config(queue_pages, prefetch), nullptr,
+             std::make_unique<testing::MemoryStore>(shared), config(queue_pages, prefetch),
              std::make_unique<testing::MemoryStore>(shared)) {
     tier.attach_pools(&pool, nullptr);
   }
@@ -417,6 +417,66 @@ TEST_CASE("remote tier: a failing store is a miss and an error, and writes are d
   CHECK(f.tier.stats().errors >= 2);  // the writer may have sent the two pages in one batch or two
   f.shared.failing = false;
   CHECK(f.load(0, tokens, 0) == 3);  // and back again
+}
+
+TEST_CASE(
+    "issue 28: the tier keeps its first error's message, counts calls skipped in backoff, and "
+    "tells a tier that never answered from one that rode out an outage") {
+  TierFixture f;
+  const std::vector<TokenId> tokens = iota_tokens(3 * TierFixture::P, 1);
+  f.shared.failing = true;  // from the start: a wrong password, a server not there
+  CHECK(f.load(0, tokens, 0) == 0);
+  CHECK(f.tier.stats().errors == 1);
+  CHECK(f.tier.stats().first_error == "memory store: told to fail");
+  CHECK(f.tier.stats().never_answered());
+  f.shared.failing = false;
+  f.shared.backing_off = true;  // the store waits out its backoff: calls skipped, not errors
+  CHECK(f.load(0, tokens, 0) == 0);
+  f.write(0, iota_tokens(2 * TierFixture::P, 50), 2, 0);
+  const remote::RemoteTierStats waiting = f.tier.stats();
+  CHECK(waiting.errors == 1);
+  CHECK(waiting.unavailable >= 2);  // the load, and the writer's batch or batches
+  CHECK(waiting.answered == 0);
+  CHECK(waiting.never_answered());
+  const tools::RemoteReplayResult report = tools::remote_replay_result(f.tier, 0);
+  CHECK(report.unavailable == waiting.unavailable);
+  CHECK(report.first_error == "memory store: told to fail");
+  CHECK(report.never_answered);
+  // Back: one answer is enough, and the first error stays the first, whatever fails later.
+  f.shared.backing_off = false;
+  f.write(0, tokens, 3, 0);
+  CHECK(f.load(0, tokens, 0) == 3);
+  {
+    std::lock_guard lock(f.shared.mutex);
+    f.shared.failing_keys.insert(remote::page_key("t", remote::layout_id(f.layout, ""),
+                                                  TierFixture::hashes_after(0, tokens, 0)[1]));
+  }
+  CHECK(f.load(0, tokens, 0) == 1);
+  const remote::RemoteTierStats back = f.tier.stats();
+  CHECK(back.errors == 2);
+  CHECK(back.answered >= 3);  // a write batch and two loads
+  CHECK_FALSE(back.never_answered());
+  CHECK(back.first_error == "memory store: told to fail");
+  CHECK_FALSE(tools::remote_replay_result(f.tier, 0).never_answered);
+}
+
+TEST_CASE("issue 28: a prefetch's failure is the tier's first error when its own calls had none") {
+  TierFixture f(64, remote::PrefetchPolicy::kTimeout);
+  const std::vector<TokenId> tokens = iota_tokens(2 * TierFixture::P, 300);
+  f.shared.failing = true;
+  f.tier.prefetch(TierFixture::hashes_after(0, tokens, 0));
+  f.tier.drain();
+  const remote::RemoteTierStats s = f.tier.stats();
+  CHECK(s.prefetch.errors == 1);
+  CHECK(s.prefetch.answered == 0);
+  CHECK(s.errors == 0);
+  CHECK(s.first_error == "memory store: told to fail");
+  CHECK(s.never_answered());
+  f.shared.failing = false;
+  f.tier.prefetch(TierFixture::hashes_after(0, iota_tokens(2 * TierFixture::P, 400), 0));
+  f.tier.drain();
+  CHECK(f.tier.stats().prefetch.answered == 1);
+  CHECK_FALSE(f.tier.stats().never_answered());
 }
 
 TEST_CASE("remote tier: a master failing fails only its keys, and the run before them is loaded") {

@@ -2,6 +2,7 @@
 // processes sharing pages, the faults the tier must survive (the server killed, restarted, slowed,
 // full, a value corrupted), tenants and deployments kept apart, and credentials never printed.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,6 +50,16 @@ tools::Trace small_trace(uint64_t seed = 5) {
   tools::GenConfig config = testing::small_gen_config(seed);
   config.conversations = 150;
   return testing::generated_trace(config);
+}
+
+// A trace of 20 generated conversations in a file, for command lines that need only a short run.
+const std::string& tiny_trace_file() {
+  static const std::string path = [] {
+    const std::string file = testing::scratch_path("tiny.jsonl");
+    REQUIRE(testing::run_cli({"gen", "--conversations", "20", "--out", file}).status == 0);
+    return file;
+  }();
+  return path;
 }
 
 tools::ReplayResult replay(const tools::Trace& trace, remote::RemoteTier* tier,
@@ -122,20 +133,107 @@ TEST_CASE("names: a server named by host name is looked up and used") {
   CHECK(redis_cli(port, "dbsize") == std::to_string(tier->stats().stored_pages));
 }
 
-TEST_CASE("names: a host that never resolves costs counted errors, never a hang") {
+TEST_CASE(
+    "names: a host that never resolves costs counted errors, never a hang, and a run whose store "
+    "never answered reports why and exits 1 (issue 28)") {
   // No server needed: RFC 6761 reserves .invalid for names that never resolve.
   const auto t0 = std::chrono::steady_clock::now();
-  const testing::CliRun run = testing::run_cli({"replay", "--capacity-tokens", "2048", "--remote",
-                                                "redis://radixkv-test.invalid:6379",
-                                                "--remote-timeout-ms", "200", "--json"});
+  const std::vector<std::string> args{"replay",
+                                      "--capacity-tokens",
+                                      "2048",
+                                      "--remote",
+                                      "redis://radixkv-test.invalid:6379",
+                                      "--remote-timeout-ms",
+                                      "200"};
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const testing::CliRun run = testing::run_cli(json_args);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  REQUIRE_MESSAGE(run.status == 0, run.err);
-  const auto json = nlohmann::json::parse(run.out);
+  CHECK(run.status == 1);
+  const auto json = nlohmann::json::parse(run.out);  // the report is out all the same
   CHECK(json["remote_errors"].get<uint64_t>() > 0);
   CHECK(json["remote_stored_pages"] == 0);
   CHECK(json["remote_hit_tokens"] == 0);
+  CHECK(json["remote_never_answered"] == true);
+  CHECK(json["remote_unavailable"].get<uint64_t>() > 0);  // what waited out the backoff
+  const std::string first = json["remote_first_error"].get<std::string>();
+  CHECK_MESSAGE(first.find("radixkv-test.invalid") != std::string::npos, first);
+  CHECK(run.err.find("radixkv replay: error: the remote tier redis://radixkv-test.invalid:6379 "
+                     "never answered") != std::string::npos);
+  CHECK(run.err.find("the first error: " + first) != std::string::npos);
   CHECK(seconds < 20.0);
+  // The text report says it too (a shorter run).
+  std::vector<std::string> text_args = args;
+  text_args.insert(text_args.end(), {"--trace", tiny_trace_file()});
+  const testing::CliRun text = testing::run_cli(text_args);
+  CHECK(text.status == 1);
+  CHECK(text.out.find("calls skipped in reconnect backoff") != std::string::npos);
+  CHECK(text.out.find("remote error       " + first.substr(0, 20)) != std::string::npos);
+  CHECK(text.out.find("no call succeeded") != std::string::npos);
+}
+
+TEST_CASE(
+    "issue 28: the password from a file, or a warning for one in the URL, and bad files named") {
+  // No server needed: nothing listens on port 1, so every run ends with exit status 1.
+  const std::string secret = "s3cret-Pa55";
+  const auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{
+        "replay", "--trace", tiny_trace_file(), "--capacity-tokens", "2048", "--remote-timeout-ms",
+        "200"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const testing::CliRun r = testing::run_cli(args);
+    CHECK(r.out.find(secret) == std::string::npos);
+    CHECK(r.err.find(secret) == std::string::npos);
+    return r;
+  };
+  const std::string warning = "radixkv replay: warning: --remote holds a password";
+  testing::CliRun r = run({"--remote", fmt::format("redis://alice:{}@127.0.0.1:1", secret)});
+  CHECK(r.status == 1);
+  CHECK(r.err.find(warning) != std::string::npos);
+  // From a --config file it is not on the command line: no warning.
+  const std::string config = testing::scratch_path("with-password.toml");
+  std::ofstream(config) << fmt::format("remote = \"redis://alice:{}@127.0.0.1:1\"\n", secret);
+  r = run({"--config", config});
+  CHECK(r.status == 1);
+  CHECK(r.err.find(warning) == std::string::npos);
+
+  const std::string file = testing::scratch_path("password");
+  const auto write = [&](const std::string& text, ::mode_t mode) {
+    std::ofstream(file, std::ios::trunc) << text;
+    ::chmod(file.c_str(), mode);
+  };
+  write(secret + "\n", 0600);
+  r = run({"--remote", "redis://alice:@127.0.0.1:1", "--remote-password-file", file});
+  CHECK(r.status == 1);  // read and used (the server is not there), no warning
+  CHECK(r.err.find("warning") == std::string::npos);
+  write(secret + "\n", 0644);
+  r = run({"--remote", "redis://alice:@127.0.0.1:1", "--remote-password-file", file});
+  CHECK(r.err.find(fmt::format("warning: --remote-password-file '{}' may be read by other users "
+                               "(mode 644); chmod 600 it",
+                               file)) != std::string::npos);
+  const std::pair<std::string, std::string> bad_files[] = {{"", "holds no password"},
+                                                           {"\n", "holds no password"},
+                                                           {"a\nb\n", "holds more than one line"}};
+  for (const auto& [text, why] : bad_files) {
+    write(text, 0600);
+    r = run({"--remote", "redis://127.0.0.1:1", "--remote-password-file", file});
+    CHECK(r.status == 2);
+    CHECK(r.err.find(fmt::format("--remote-password-file: '{}' {}", file, why)) !=
+          std::string::npos);
+  }
+  r = run({"--remote", "redis://127.0.0.1:1", "--remote-password-file", "/nonexistent-radixkv/p"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("'/nonexistent-radixkv/p' cannot be read: No such file or directory") !=
+        std::string::npos);
+  write(secret, 0600);
+  r = run({"--remote", fmt::format("redis://alice:{}@127.0.0.1:1", secret),
+           "--remote-password-file", file});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--remote-password-file: the URL holds a password too") != std::string::npos);
+  r = testing::run_cli({"replay", "--remote-password-file", file});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--remote-password-file: needs --remote") != std::string::npos);
 }
 
 TEST_CASE(
@@ -441,19 +539,38 @@ TEST_CASE("credentials: from the URL or REDISCLI_AUTH, used, and never printed")
   CHECK(json["remote_errors"] == 0);
   CHECK(json["remote_hit_tokens"].get<uint64_t>() > 0);  // the same keys as alice's run
 
-  // A wrong password: local-only caching, errors counted, the password in no message.
+  // From a file: the default user's password, the URL without one.
+  const std::string file = testing::scratch_path("redis-password");
+  std::ofstream(file) << secret << "\n";
+  r = run("redis://" + host, {"--json", "--remote-password-file", file});
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  json = nlohmann::json::parse(r.out);
+  CHECK(json["remote_errors"] == 0);
+  CHECK(json["remote_first_error"].is_null());
+  CHECK(json["remote_never_answered"] == false);
+  CHECK(json["remote_hit_tokens"].get<uint64_t>() > 0);
+
+  // A wrong password: local-only caching, errors counted and the server's reason reported, exit
+  // 1 (issue 28: it showed "2 errors" and exited 0), the password in no message.
   r = run(fmt::format("redis://alice:wrong-{}@{}", secret, host), {"--json"});
-  CHECK(r.status == 0);
+  CHECK(r.status == 1);
   json = nlohmann::json::parse(r.out);
   CHECK(json["remote_errors"].get<uint64_t>() > 0);
   CHECK(json["remote_hit_tokens"] == 0);
+  CHECK(json["remote_never_answered"] == true);
+  CHECK_MESSAGE(
+      json["remote_first_error"].get<std::string>().find("WRONGPASS") != std::string::npos,
+      json["remote_first_error"]);
+  CHECK(r.err.find("never answered") != std::string::npos);
+  CHECK(r.err.find("WRONGPASS") != std::string::npos);
   // A URL that does not parse: a usage error that masks the password.
   r = run(fmt::format("redis://alice:{}@{}/notadb", secret, host));
   CHECK(r.status == 2);
   CHECK(r.err.find("alice:***@") != std::string::npos);
   // Help shows the form, not a secret.
   const testing::CliRun help = testing::run_cli({"replay", "--help"});
-  CHECK(help.out.find("redis://[user:password@]HOST:PORT") != std::string::npos);
+  CHECK(help.out.find("redis://[user:@]HOST:PORT") != std::string::npos);
+  CHECK(help.out.find("--remote-password-file FILE") != std::string::npos);
 }
 
 TEST_CASE("command line: the remote flags from a TOML config, and the combinations refused") {

@@ -179,7 +179,10 @@ TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
       {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--worker",
         "w0=tcp://127.0.0.1:3,tcp://127.0.0.1:4"},
        "--worker: the name w0 is given twice"},
-      {{"--worker", "w0=nonsense,tcp://127.0.0.1:2"}, "worker w0: event endpoint nonsense"},
+      {{"--worker", "w0=nonsense,tcp://127.0.0.1:2"},
+       "--worker w0=nonsense,tcp://127.0.0.1:2: endpoint 'nonsense': expected TRANSPORT://"},
+      {{"--worker", "w0=tcp://256.1.1.1:5557,tcp://127.0.0.1:2"},
+       "endpoint 'tcp://256.1.1.1:5557': '256.1.1.1' is not an IPv4 address"},
   };
   for (const auto& [args, names] : cases) {
     CAPTURE(names);

@@ -210,12 +210,74 @@ TEST_CASE("a host tier's configuration errors name the host tier and what is wro
   CHECK(host.free_pages() == 8);
 }
 
+TEST_CASE(
+    "issue 28: a host pool serves one runtime, and another runtime's host or device pool is "
+    "refused") {
+  const KvLayout layout{1, 1, 4, 2, 2};
+  PagePool device_a(layout, 16), device_b(layout, 16), host(layout, 16);
+  TestCopier copier(false);
+  const auto tiers_over = [&](PagePool& host_pool) {
+    TierConfig c;
+    c.host.pool = &host_pool;
+    c.host.copier = &copier;
+    return c;
+  };
+  const auto serve = [](PrefixCacheRuntime& runtime, const std::vector<TokenId>& prompt) {
+    const AdmitResult r = runtime.admit({1, 0, prompt});
+    REQUIRE(r.ok());
+    runtime.wait_load(r.load_ticket);
+    runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+    runtime.finish(r.seq);
+  };
+  {
+    PrefixCacheRuntime a(device_a, {}, tiers_over(host));
+    serve(a, iota_tokens(9));
+    a.evict(4);  // write-back: the evicted pages go to the host pool
+    REQUIRE(a.tree().host_cached_pages() == 4);
+    const auto refused = [&](PagePool& device, PagePool& host_pool, const char* message) {
+      CHECK_THROWS_WITH_AS(PrefixCacheRuntime(device, {}, tiers_over(host_pool)),
+                           doctest::Contains(message), std::logic_error);
+    };
+    // A's host pool as B's host pool, or as B's device pool; A's device pool as B's host pool.
+    refused(device_b, host,
+            "PrefixCacheRuntime's host tier: its PagePool already serves another runtime "
+            "(claimed by PrefixCacheRuntime's host tier)");
+    refused(host, device_b,
+            "PrefixCacheRuntime: its PagePool already serves another runtime (claimed by "
+            "PrefixCacheRuntime's host tier)");
+    refused(device_b, device_a,
+            "PrefixCacheRuntime's host tier: its PagePool already serves another runtime "
+            "(claimed by PrefixCacheRuntime)");
+    // The refusals changed nothing: A still holds what it held, B's device pool is free again.
+    CHECK(a.check_accounting() == 0);
+    CHECK(a.tree().host_cached_pages() == 4);
+    const AdmitResult again = a.admit({2, 0, iota_tokens(9)});
+    REQUIRE(again.ok());
+    CHECK(again.host_hit_tokens == 8);
+    a.wait_load(again.load_ticket);
+    a.abort(again.seq);
+    CHECK(a.check_accounting() == 0);
+    CHECK(device_b.free_pages() == 16);
+    PrefixCacheRuntime{device_b};  // unclaimed again
+  }
+  // A host pool with pages held by someone is refused; once A is gone its pools serve B.
+  std::vector<PageId> held;
+  REQUIRE(host.allocate(1, held));
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(device_b, {}, tiers_over(host)),
+                       doctest::Contains("host tier: 1 of its PagePool's 16 pages are in use"),
+                       std::logic_error);
+  host.release(held);
+  PrefixCacheRuntime b(device_b, {}, tiers_over(host));
+  serve(b, iota_tokens(9));
+  CHECK(b.check_accounting() == 0);
+}
+
 TEST_CASE("tier events without a host tier: the device is the lowest tier, and clear_cache") {
   const KvLayout layout{1, 1, 4, 2, 2};
   PagePool pool(layout, 16);
   radixkv::testing::EventLog log(2, pool, pool);
   TierConfig tiers;
-  tiers.events = &log;
+  tiers.events = {&log};
   PrefixCacheRuntime runtime(pool, {}, tiers);
   CHECK(runtime.tree().page_hashes());
   const auto device_hashes = [&] {

@@ -78,7 +78,8 @@ struct Workload {
         page_tokens, pool_pages, to_string(config.policy), config.share_prefixes ? "+share" : "",
         config.use_cache ? "" : " without cache", config.max_running, config.chunk_tokens,
         config.lpm_max_queue, config.scan_limit, config.starve_steps, config.max_preemptions,
-        runtime.policy.spec(), runtime.high_watermark, runtime.low_watermark);
+        runtime.policy.spec(), runtime.high_watermark.to_string(),
+        runtime.low_watermark.to_string());
   }
 };
 
@@ -101,8 +102,9 @@ Workload random_workload(uint64_t seed) {
   w.config.max_preemptions = pick<uint32_t>(rng, {1, 1, 2, 3});
   const std::vector<std::string_view> policies = policy_names();
   w.runtime.policy = std::string(policies[rng() % policies.size()]);
-  w.runtime.high_watermark = pick<double>(rng, {0.6, 0.9, 1.0});
-  w.runtime.low_watermark = w.runtime.high_watermark * pick<double>(rng, {0.5, 0.8, 1.0});
+  const double high = pick<double>(rng, {0.6, 0.9, 1.0});
+  w.runtime.high_watermark = high;
+  w.runtime.low_watermark = high * pick<double>(rng, {0.5, 0.8, 1.0});
 
   std::vector<std::vector<TokenId>> prefixes;
   for (int i = 0; i < 4; ++i) {

@@ -63,7 +63,7 @@ TwoTierRun replay_two_tier(const tools::Trace& trace, uint32_t page_tokens, uint
   setup.pool = &host;
   setup.copier = copier.get();
   setup.policy = make_policy("lru");
-  setup.budget = {host_pages * host.bytes_per_page(), 1.0, 1.0};
+  setup.limit_pages = host_pages;
   tree.add_host_tier(std::move(setup));
   tree.enable_page_hashes();
 
@@ -90,7 +90,6 @@ TwoTierRun replay_two_tier(const tools::Trace& trace, uint32_t page_tokens, uint
     }
     device.release(fresh);
     tree.unlock(m.node);
-    tree.enforce_host_watermarks();
     run.request_hits.push_back(m.tokens);
     run.hit_tokens += m.tokens;
     run.host_hit_tokens += m.host_tokens();

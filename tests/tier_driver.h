@@ -62,7 +62,7 @@ class TierDriver {
     tiers.host = {&host_,           &copier_,        kHostBudgetPages * host_.bytes_per_page(),
                   config.host_high, config.host_low, config.host_policy,
                   config.write};
-    tiers.events = &events_;
+    tiers.events = {&events_};
     runtime_ = std::make_unique<PrefixCacheRuntime>(
         pool_, RuntimeConfig{0, kHighWatermark, kLowWatermark, config.device_policy}, tiers);
     for (int s = 0; s < 3; ++s) {

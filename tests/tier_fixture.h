@@ -36,7 +36,7 @@ struct TierFixture {
     setup.pool = &host;
     setup.copier = &copier;
     setup.policy = make_policy(o.host_policy);
-    setup.budget.cache_bytes = o.host_budget_pages * host.bytes_per_page();
+    setup.limit_pages = o.host_budget_pages;
     setup.write = WritePolicy::parse(o.write);
     tree.add_host_tier(std::move(setup));
   }

@@ -12,10 +12,13 @@ The core API binds radixkv's C++ classes (python/README.md has the details):
 
 ``radixkv.sglang`` is SGLang's ``RadixCache`` interface over the same radix tree.
 
-Token lists may be Python lists, NumPy integer arrays or torch tensors. NumPy and torch are
-imported only where an array is produced or accepted: ``import radixkv`` needs neither.
-Errors: ``ValueError`` for a bad argument, ``RuntimeError`` for misuse (a finished sequence, a
-node evicted since it was matched), ``MemoryError`` when memory runs out.
+Token lists may be Python lists (of ints, or of anything with ``__index__`` such as NumPy integer
+scalars; never bools), NumPy integer arrays or torch tensors; text (``str``, ``bytes``,
+``bytearray``) is refused. NumPy and torch are imported only where an array is produced or
+accepted: ``import radixkv`` needs neither.
+Errors: ``TypeError`` for an argument of the wrong kind (text as tokens, a float among them),
+``ValueError`` for a bad value (a token id outside int32), ``RuntimeError`` for misuse (a finished
+sequence, a node evicted since it was matched), ``MemoryError`` when memory runs out.
 """
 
 import json as _json

@@ -89,6 +89,10 @@ py::dict stats_dict(const RuntimeStats& s) {
   d["committed_pages"] = s.committed_pages;
   d["duplicate_pages"] = s.duplicate_pages;
   d["evicted_pages"] = s.evicted_pages;
+  d["remote_hit_tokens"] = s.remote_hit_tokens;
+  d["remote_no_staging"] = s.remote_no_staging;
+  d["uncached_pages"] = s.uncached_pages;
+  d["peak_cached_pages"] = s.peak_cached_pages;
   return d;
 }
 

@@ -12,19 +12,23 @@
 // table costs 8 bytes per page and keeps kv_store unchanged. The pool's capacity bounds the pages
 // cached at once (the engine's own capacity is the natural value).
 //
-// Which slots eviction frees. The tree's policy is wrapped (VictimRecorder): the tree asks the
-// policy for a victim before every page and takes that leaf's tail page, so recording the victim's
-// tail page at each ask gives exactly the evicted pages, in order.
+// The trie is a PrefixCacheRuntime over that pool (runtime/prefix_cache_runtime.h, its calls
+// without sequences): the same front door as every other caller, so the runtime's observers and
+// policies apply here as they do to an engine's sequences.
+//
+// Which slots eviction frees: PrefixCacheRuntime::evict names the page each step takes, in order.
 //
 // Node handles (NodeRef). An unlocked RadixNode* dies at the next eviction, and a node that loses
 // its tail page stands for a shorter prefix than the handle promised. A NodeRef is handed out per
-// node; evicting any page of that node marks its NodeRef dead (and a new one is made if the node
-// is matched again), so lock/unlock through a dead handle is refused (std::logic_error) instead
-// of touching freed memory or protecting the wrong prefix. reset() kills every handle.
+// node and filed under the node's tail page (an edge only ever shrinks from its tail, and a split
+// leaves the tail with the node the handle names); evicting that page marks the NodeRef dead (and
+// a new one is made if the node is matched again), so lock/unlock through a dead handle is refused
+// (std::logic_error) instead of touching freed memory or protecting the wrong prefix. reset()
+// kills every handle.
 //
-// The tree has no host tier and no tier events, so RadixTree::evict_pages runs its plain loop,
-// which asks the policy before every page (the differential test in tests/python would catch a
-// change). Sizes are in pages; the Python layer multiplies by the page size. Not thread-safe.
+// Events (record_events): the runtime's tier events (radix/tier_events.h), one SlotTrieEvent per
+// page, with radixkv's page hashes (radix/page_hash.h, the low 64 bits as vLLM-format events
+// carry them). Sizes are in pages; the Python layer multiplies by the page size. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,8 @@
 #include <vector>
 
 #include "kv_store/page_pool.h"
-#include "radix/radix_tree.h"
+#include "radix/tier_events.h"
+#include "runtime/prefix_cache_runtime.h"
 
 namespace radixkv::python {
 
@@ -96,37 +101,35 @@ class SlotTrie {
 
   uint32_t page_size() const { return page_size_; }
   uint32_t capacity_pages() const { return capacity_pages_; }
-  uint64_t cached_pages() const { return tree_->cached_pages(); }
-  uint64_t protected_pages() const { return tree_->protected_pages(); }
-  uint64_t evictable_pages() const { return tree_->evictable_pages(); }
+  uint64_t cached_pages() const { return tree().cached_pages(); }
+  uint64_t protected_pages() const { return tree().protected_pages(); }
+  uint64_t evictable_pages() const { return tree().evictable_pages(); }
   std::vector<SlotTrieEvent> take_events();
-  std::string dump() const { return tree_->dump(); }
+  std::string dump() const { return tree().dump(); }
   // RadixTree::verify(), plus: every cached page has a slot, the pool holds exactly the cached
   // pages. Throws std::logic_error on the first violation.
   void verify() const;
 
  private:
-  class VictimRecorder;
+  class EventRecorder;
+  const RadixTree& tree() const { return runtime_->tree(); }
   void build();
-  void on_victim(RadixNode& leaf);
   std::shared_ptr<NodeRef> handle(RadixNode* node);
   void check_handle(const NodeRef& node, const char* operation) const;
   void append_slots(PageId page, std::vector<int64_t>& slots) const;
-  int64_t chain_hash(int64_t parent, bool has_parent, Namespace ns, const TokenId* page) const;
 
   uint32_t page_size_;
   uint32_t capacity_pages_;
   std::string policy_spec_;
-  bool record_events_;
+  std::unique_ptr<EventRecorder> recorder_;  // when recording events; outlives runtime_
   std::unique_ptr<PagePool> pool_;
-  std::unique_ptr<RadixTree> tree_;
+  std::unique_ptr<PrefixCacheRuntime> runtime_;
   std::vector<int64_t> first_slot_;  // by pool page id
-  std::vector<int64_t> page_hash_;   // by pool page id, when recording events
-  std::unordered_map<const RadixNode*, std::shared_ptr<NodeRef>> handles_;
+  // Live handles, by the tail page of their node (above).
+  std::unordered_map<PageId, std::shared_ptr<NodeRef>> handles_;
   std::vector<PageId> evicted_;  // pages of the current evict() call, in order
   std::vector<PageId> scratch_pages_;
   std::vector<PageId> fresh_pages_;
-  std::vector<SlotTrieEvent> events_;
 };
 
 }  // namespace radixkv::python

@@ -23,6 +23,43 @@ bool is_torch_tensor(py::handle value) {
   return module.rfind("torch", 0) == 0;
 }
 
+// Text, encoded or not, is not token ids: bytes and bytearray (and byte views of them) are
+// integer sequences to Python, but b"abc" as tokens [97, 98, 99] is a caller's bug. A view cast
+// to wider integers (memoryview(b).cast("i")) says its bytes are numbers, and is read as such.
+bool is_text(PyObject* source) {
+  if (PyUnicode_Check(source) || PyBytes_Check(source) || PyByteArray_Check(source)) return true;
+  if (!PyMemoryView_Check(source)) return false;
+  PyObject* base = PyMemoryView_GET_BASE(source);
+  return PyMemoryView_GET_BUFFER(source)->itemsize == 1 && base != nullptr &&
+         (PyBytes_Check(base) || PyByteArray_Check(base));
+}
+
+// Python's bool and NumPy's (numpy.bool_, numpy.bool in NumPy 2) are integers to Python (NumPy 1's
+// has __index__, deprecated), but a True among token ids is a bug, not token 1.
+bool is_bool(PyObject* item) {
+  if (PyBool_Check(item)) return true;
+  const std::string_view type = Py_TYPE(item)->tp_name;
+  return type == "numpy.bool_" || type == "numpy.bool";
+}
+
+[[noreturn]] void not_an_integer(PyObject* item, std::size_t index, const char* what) {
+  throw py::type_error(fmt::format("{}: item {} is {} (a {}), not an integer", what, index,
+                                   std::string(py::repr(item)), Py_TYPE(item)->tp_name));
+}
+
+// An item that is not exactly an int: anything with __index__ (NumPy integer scalars, torch
+// integers, int subclasses), but a bool. Cold: the loop's fast path is a plain int.
+[[gnu::cold, gnu::noinline]] long long index_of(PyObject* item, std::size_t index, const char* what,
+                                                int& overflow) {
+  if (is_bool(item) || !PyIndex_Check(item)) not_an_integer(item, index, what);
+  const py::object value = py::reinterpret_steal<py::object>(PyNumber_Index(item));
+  if (!value) {  // __index__ raised
+    PyErr_Clear();
+    not_an_integer(item, index, what);
+  }
+  return PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+}
+
 template <typename T>
 T checked(long long value, std::size_t index, const char* what) {
   if (value < std::numeric_limits<T>::min() || value > std::numeric_limits<T>::max()) {
@@ -63,7 +100,7 @@ void copy_buffer(const py::buffer_info& info, std::vector<T>& out, const char* w
   const bool is_signed = std::string_view("bhilqn").find(format) != std::string_view::npos;
   const bool is_unsigned = std::string_view("BHILQN").find(format) != std::string_view::npos;
   if (!is_signed && !is_unsigned) {
-    throw std::invalid_argument(
+    throw py::type_error(
         fmt::format("{}: the array's element type '{}' is not an integer type", what, format));
   }
   switch (info.itemsize * (is_signed ? 1 : -1)) {
@@ -97,7 +134,13 @@ std::vector<T> to_integers(py::handle values, const char* what) {
     source = source.attr("detach")().attr("cpu")().attr("numpy")();
   }
   std::vector<T> out;
-  if (PyObject_CheckBuffer(source.ptr()) && !py::isinstance<py::bytes>(source)) {
+  if (is_text(source.ptr())) {
+    throw py::type_error(
+        fmt::format("{}: expected a list of ints, a NumPy integer array or a torch tensor, got {} "
+                    "(text is not token ids: tokenize it first)",
+                    what, std::string(py::str(py::type::handle_of(source).attr("__name__")))));
+  }
+  if (PyObject_CheckBuffer(source.ptr())) {
     const py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request();
     if (info.ndim != 1) {
       throw std::invalid_argument(
@@ -107,8 +150,8 @@ std::vector<T> to_integers(py::handle values, const char* what) {
     copy_buffer(info, out, what);
     return out;
   }
-  if (!PySequence_Check(source.ptr()) || py::isinstance<py::str>(source)) {
-    throw std::invalid_argument(
+  if (!PySequence_Check(source.ptr())) {
+    throw py::type_error(
         fmt::format("{}: expected a list of ints, a NumPy integer array or a torch tensor, got {}",
                     what, std::string(py::str(py::type::handle_of(source).attr("__name__")))));
   }
@@ -118,12 +161,10 @@ std::vector<T> to_integers(py::handle values, const char* what) {
   out.resize(static_cast<std::size_t>(PySequence_Fast_GET_SIZE(fast.ptr())));
   for (std::size_t i = 0; i < out.size(); ++i) {
     PyObject* item = items[i];
-    if (!PyLong_Check(item) || PyBool_Check(item)) {
-      throw std::invalid_argument(
-          fmt::format("{}: item {} is {}, not an integer", what, i, std::string(py::repr(item))));
-    }
     int overflow = 0;
-    const long long value = PyLong_AsLongLongAndOverflow(item, &overflow);
+    // Plain ints stay on the fast path: one type check, one conversion.
+    const long long value = PyLong_CheckExact(item) ? PyLong_AsLongLongAndOverflow(item, &overflow)
+                                                    : index_of(item, i, what, overflow);
     if (overflow != 0) {
       throw std::invalid_argument(fmt::format("{}: item {} is out of range", what, i));
     }

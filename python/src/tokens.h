@@ -1,9 +1,13 @@
 // Integer sequences from Python: token ids and KV slot indices, given as a list (any sequence of
-// ints), a NumPy array of any integer dtype (read through the buffer protocol, no copy of the
-// Python objects) or a torch tensor (through .numpy() on its CPU copy).
+// integers: ints, or anything with __index__ such as NumPy integer scalars, but bools), a NumPy
+// array of any integer dtype or another buffer of integers (read through the buffer protocol, no
+// copy of the Python objects) or a torch tensor (through .numpy() on its CPU copy).
 //
-// Every value is checked against the C++ type's range; a value out of range or not an integer is
-// a ValueError naming `what`, the index and the value. Call with the GIL held.
+// Refused, naming `what` and, for an item, its index and value: the wrong kind of input is a
+// TypeError (text: str, bytes, bytearray or a byte view of them; an item that is no integer, or a
+// bool, Python's or NumPy's; an array of floats); a value out of the C++ type's range, or an array
+// that is not 1-D, a ValueError. Plain ints take the fast path (one exact type check each). Call
+// with the GIL held.
 #pragma once
 
 #include <pybind11/pybind11.h>

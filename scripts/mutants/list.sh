@@ -114,10 +114,10 @@ mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
   'if (s.visited && hint.now > s.last_s) {' 'if (s.visited && hint.now >= s.last_s) {'
 mutant budget-low-is-high eviction/cache_budget.cpp \
   "the watermark evicts down to high instead of low" \
-  'low_pages_ = std::min(high_pages_, scaled(config.low_watermark));' 'low_pages_ = high_pages_;'
+  'low_pages_ = std::min(high_pages_, low_pages);' 'low_pages_ = high_pages_;'
 mutant budget-evict-whole-request eviction/cache_budget.cpp \
   "allocation evicts the whole request's pages instead of the shortfall" \
-  'evictor_.evict_pages(n - pool_.free_pages());' 'evictor_.evict_pages(n);'
+  'evictor_.evict_pages(most - pool_.free_pages());' 'evictor_.evict_pages(most);'
 
 # ---- kv_store/
 mutant pool-free-at-one kv_store/page_pool.cpp \
@@ -127,27 +127,40 @@ mutant pool-free-at-one kv_store/page_pool.cpp \
   if (--count(page) <= 1)'
 mutant pool-exact-fit-refused kv_store/page_pool.cpp \
   "allocating exactly the free pages is refused" \
-  'if (n > free_list_.size()) return false;' 'if (n >= free_list_.size()) return false;'
+  'if (n > free_pages()) return false;' 'if (n >= free_pages()) return false;'
 mutant pool-list-release-no-undo kv_store/page_pool.cpp \
   "a refused list release does not restore the references it already dropped" \
-  'for (std::size_t j = 0; j < i; ++j) ++count(pages[j]);' ''
+  'for (std::size_t j = 0; j < i; ++j) ++counts[pages[j] - first];' ''
+mutant pool-list-retain-no-undo kv_store/page_pool.cpp \
+  "a refused list retain keeps the references it already added" \
+  'for (std::size_t j = 0; j < i; ++j) --counts[pages[j] - first];' ''
 mutant pool-peak-not-tracked kv_store/page_pool.cpp \
   "the pool's peak use is never recorded" \
   'if (used_pages() > peak_used_) peak_used_ = used_pages();' ''
 mutant pool-partition-ids-from-zero kv_store/page_pool.cpp \
   "a partition numbers its free pages from 0 instead of from its first id" \
-  'free_list_[i] = end_page() - 1 - i;' 'free_list_[i] = capacity_ - 1 - i;'
+  '  ++parent.partitions_;
+  refcount_ = zeroed_counts(capacity_);
+  never_used_ = first_;' '  ++parent.partitions_;
+  refcount_ = zeroed_counts(capacity_);
+  never_used_ = 0;'
+mutant layout-page-unchecked kv_store/kv_layout.cpp \
+  "a layout is validated on the size of a token only, so a page may still wrap past 2^64" \
+  'checked_size(*this, true);  // the page' 'checked_size(*this, false);  // the page'
 
 # ---- runtime/: the adapter
+mutant runtime-host-pool-unclaimed runtime/prefix_cache_runtime.cpp \
+  "the runtime leaves its host tier's pool unclaimed (a comparison the wrong way round)" \
+  'if (tiers.host.pool == nullptr || tiers.host.pool == &device) return std::nullopt;' 'if (tiers.host.pool == nullptr || tiers.host.pool != &device) return std::nullopt;'
 mutant runtime-positions-from-zero runtime/prefix_cache_runtime.cpp \
   "admit tells the model to start at position 0 after a reused prefix (mistral.rs)" \
-  'result.position_offset = match.tokens;' 'result.position_offset = 0;'
+  'result.position_offset = reused;' 'result.position_offset = 0;'
 mutant runtime-match-whole-prompt runtime/prefix_cache_runtime.cpp \
   "admit may reuse the whole prompt, leaving no token to compute" \
   '(prompt_tokens - 1) / page_tokens_ * page_tokens_' 'prompt_tokens / page_tokens_ * page_tokens_'
 mutant runtime-match-not-retained runtime/prefix_cache_runtime.cpp \
   "admit shares the matched pages without taking a reference on them" \
-  'for (PageId page : s.block_table) pool_.retain(page);' ''
+  'pool_.retain(s.block_table);' ''
 mutant runtime-commit-no-watermark runtime/prefix_cache_runtime.cpp \
   "commit skips the high/low watermark enforcement" \
   'if (result.new_pages > 0) stats_.evicted_pages += allocator_.enforce_watermarks();' ''
@@ -167,7 +180,7 @@ mutant runtime-abort-no-watermark runtime/prefix_cache_runtime.cpp \
   'stats_.evicted_pages += allocator_.enforce_watermarks();  // as in finish' ''
 mutant runtime-decode-page-early runtime/prefix_cache_runtime.cpp \
   "decode takes a new page one token before the last one is full" \
-  'if (s.tokens.size() == size_t{s.block_table.size()} * page_tokens_) {' 'if (s.tokens.size() + 1 == size_t{s.block_table.size()} * page_tokens_) {'
+  'if (s.own_tokens.size() == size_t{s.block_table.size()} * page_tokens_) {' 'if (s.own_tokens.size() + 1 == size_t{s.block_table.size()} * page_tokens_) {'
 mutant runtime-stale-handle runtime/prefix_cache_runtime.cpp \
   "a handle from a slot's earlier generation is taken for the current one" \
   'if (s.generation != seq.generation) {' 'if (s.generation < seq.generation) {'
@@ -219,15 +232,15 @@ mutant sched-resume-drops-token sim/scheduler.cpp \
   'e.request.answer.begin() + e.sampled);' 'e.request.answer.begin() + e.sampled - 1);'
 
 # ---- tools/: cache-mode replay, engine-mode replay, latency and reports
-mutant replay-evict-whole-request tools/replay/cache_replay.cpp \
-  "cache mode evicts the request's pages instead of the shortfall" \
-  'tree_->evict_pages(need - pool_.free_pages());' 'tree_->evict_pages(need);'
+mutant replay-admits-as-engine tools/replay/cache_replay.cpp \
+  "cache mode admits as an engine (last page never matched, all or nothing)" \
+  '.mode = AdmitMode::kCacheOnly});' '});'
 mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
   "cache mode does not count the pages it could not cache" \
-  'result_.uncached_pages += want - got;' ''
-mutant replay-never-unlocks tools/replay/cache_replay.cpp \
-  "cache mode never unlocks a request's matched path" \
-  '  tree_->unlock(match.node);' ''
+  'result_.uncached_pages += admitted.uncached_pages;' ''
+mutant replay-never-finishes tools/replay/cache_replay.cpp \
+  "cache mode never finishes a request: its path stays locked, its pages uncached" \
+  '  runtime_->finish(admitted.seq);' ''
 mutant percentile-rank-above tools/replay/percentile.h \
   "percentiles (call latencies and TTFT) are one rank too high" \
   'return rank == 0 ? 1 : rank;' 'return rank == 0 ? 1 : rank < n ? rank + 1 : rank;'
@@ -237,7 +250,7 @@ mutant percentile-rank-below tools/replay/percentile.h \
 mutant engine-ttft-from-start tools/replay/engine_replay.cpp \
   "TTFT is measured from the first arrival instead of the request's own" \
   'ttft_.push_back(now_ - trace_.requests[id].arrival_s);' 'ttft_.push_back(now_ - arrival(0));'
-mutant engine-ttft-max-is-min tools/replay/engine_replay.cpp \
+mutant engine-ttft-max-is-min tools/replay/engine_parts.cpp \
   "the largest TTFT is read from the wrong end of the sorted list" \
   'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.back();' 'run.ttft_max_s = ttft.empty() ? 0.0 : ttft.front();'
 mutant report-json-evictions tools/replay/replay_report.cpp \
@@ -253,10 +266,10 @@ mutant engine-report-p90 tools/replay/engine_report.cpp \
 # ---- tools/: the command line's flags and the trace readers
 mutant cli-low-default-above-high tools/cli/budget.cpp \
   "--high-watermark alone keeps the default low watermark even above the new high one" \
-  'out.low = low.value_or(std::min(defaults.low, out.high));' 'out.low = low.value_or(defaults.low);'
-mutant cli-watermark-size-rounds-down tools/cli/budget.cpp \
-  "a watermark given as a size becomes a fraction that may round to one page fewer" \
-  'while (std::floor(static_cast<double>(budget_pages) * fraction) < static_cast<double>(pages)) {' 'while (false) {'
+  '      out.low = out.high;' ''
+mutant budget-watermark-size-rounds-down eviction/cache_budget.cpp \
+  "a watermark given as a size becomes one page fewer when it is a whole number of pages" \
+  'const uint64_t pages = w.bytes() / bytes_per_page;' 'const uint64_t pages = (w.bytes() - 1) / bytes_per_page;'
 mutant trace-last-line-dropped tools/trace/trace_input.cpp \
   "a last line without a newline is not read" \
   'return eof_ && scanned > from ? std::optional(scanned) : std::nullopt;' 'return std::nullopt;'
@@ -291,7 +304,16 @@ mutant router-feed-stale-stamp router/event_feed.cpp \
 mutant router-feed-duplicate-applied router/event_feed.cpp \
   "a PUB batch already applied through replay is applied again" \
   'if (s < w.next_seq) return;  // already applied (through replay)' ''
+# ---- events/: endpoints
+mutant endpoint-ipv4-as-host-name events/endpoint.cpp \
+  "a dotted quad is checked as a host name (digits are letters of one), so 256.1.1.1 passes" \
+  'if (host.find_first_not_of("0123456789.") == std::string_view::npos) {' 'if (host.find_first_not_of("0123456789") == std::string_view::npos) {'
+
 # ---- remote/
+mutant remote-writes-not-answers remote/remote_tier.cpp \
+  "a write the store took does not count as an answer: a tier that only writes never worked" \
+  '++answered_;
+      stored_pages_ += result.stored;' 'stored_pages_ += result.stored;'
 mutant remote-bad-value-served remote/remote_tier.cpp \
   "a value whose header does not check out is loaded anyway" \
   'if (check_page_value(*values[loaded], expected, &payload) != ValueCheck::kOk) {' 'if (check_page_value(*values[loaded], expected, &payload) == ValueCheck::kMagic) {'

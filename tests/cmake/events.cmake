@@ -5,7 +5,7 @@ add_library(radixkv_test_events STATIC event_script.cpp)
 target_link_libraries(radixkv_test_events PUBLIC radixkv_events)
 
 radixkv_add_test(test_events
-  SOURCES test_event_codec.cpp test_event_batcher.cpp
+  SOURCES test_event_codec.cpp test_event_batcher.cpp test_endpoint.cpp
   LIBS radixkv_test_events radixkv::xxhash msgpackc-cxx)
 
 radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp
@@ -49,3 +49,9 @@ add_dependencies(test_router_integration radixkv radixkv_event_script)
 # The runtime's own events: one batch per call; SharedRuntime with a batcher per shard (threads).
 radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp
   LIBS radixkv_test_events radixkv_runtime Threads::Threads LABELS threads)
+
+# Issue 28: the runtime as the one front door: observers that compose (a remote tier beside a KV
+# event publisher), cache-only admits, the calls without sequences.
+radixkv_add_test(test_runtime_front_door SOURCES test_runtime_front_door.cpp
+  LIBS radixkv_test_events radixkv_remote radixkv_replay radixkv_trace radixkv_runtime Threads::Threads
+  LABELS threads)

@@ -181,20 +181,80 @@ def test_torch_tensors_are_token_inputs(torch):
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ([1, "2", 3], "item 1"),
-        ([1, 2.5], "item 1"),
         ([1, 2**40], "index 1"),
-        (np.asarray([1.0, 2.0]), "not an integer"),
+        ([1, np.int64(2**40)], "index 1"),
         (np.zeros((2, 2), dtype=np.int32), "1-D"),
-        ("123", "expected a list"),
         (np.asarray([1, 2**31], dtype=np.int64), "outside"),
     ],
 )
-def test_bad_token_inputs_are_value_errors_naming_the_item(bad, message):
+def test_token_values_out_of_range_are_value_errors_naming_the_item(bad, message):
     pool, runtime = make_runtime()
     with pytest.raises(ValueError, match=message):
         runtime.admit(bad)
     assert pool.free_pages == pool.capacity_pages  # nothing happened
+
+
+class _BadIndex:
+    def __index__(self):
+        raise ValueError("no index here")
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([1, "2", 3], r"item 1 is '2' \(a str\), not an integer"),
+        ([1, 2.5], r"item 1 is 2.5 \(a float\), not an integer"),
+        ([1, True], r"item 1 is True \(a bool\), not an integer"),
+        ([np.bool_(True)], r"item 0 is .*\(a numpy.bool_?\), not an integer"),
+        ([np.float32(1)], r"item 0 is .*\(a numpy.float32\), not an integer"),
+        ([1, 2, _BadIndex()], "item 2 is .*_BadIndex"),
+        (np.asarray([1.0, 2.0]), "element type 'd' is not an integer type"),
+        ("123", "got str .text is not token ids"),
+        (b"abc", "got bytes .text is not token ids"),
+        (bytearray(b"abc"), "got bytearray .text is not token ids"),
+        (memoryview(b"abc"), "got memoryview .text is not token ids"),
+        (memoryview(bytearray(b"abc")), "got memoryview .text is not token ids"),
+        (memoryview(b"abcd").cast("c"), "got memoryview .text is not token ids"),
+        (memoryview(np.asarray([1.0, 2.0])), "element type 'd' is not an integer type"),
+        (12, "expected a list of ints.*got int"),
+    ],
+)
+def test_token_inputs_of_the_wrong_kind_are_type_errors_naming_the_item(bad, message):
+    pool, runtime = make_runtime()
+    with pytest.raises(TypeError, match=message):
+        runtime.admit(bad)
+    with pytest.raises(TypeError, match=message):
+        runtime.cached_prefix(bad)
+    assert pool.free_pages == pool.capacity_pages  # nothing happened
+
+
+def test_integer_scalars_with_index_are_tokens_like_plain_ints():
+    import enum
+
+    class Token(enum.IntEnum):
+        BOS = 5
+
+    _, runtime = make_runtime(page_tokens=2)
+    tokens = [5, 6, 7, 8, 9]
+    seq = runtime.admit(tokens).seq
+    runtime.commit(seq, 5)
+    runtime.finish(seq)
+    # NumPy scalars as list(np.arange(...)) gives them, of every integer type; an IntEnum.
+    assert runtime.cached_prefix(list(np.arange(5, 10))) == 4
+    assert runtime.cached_prefix([np.int8(5), np.uint16(6), np.int32(7), np.uint64(8), 9]) == 4
+    assert runtime.cached_prefix([Token.BOS, 6, 7, 8, 9]) == 4
+    # A view whose bytes were cast to integers is read as integers, not as text.
+    assert runtime.cached_prefix(memoryview(np.asarray(tokens, dtype=np.int32).tobytes()).cast("i")) == 4
+
+
+def test_numpy_scalar_tokens_in_sglang_keys():
+    from radixkv.sglang import RadixCache, RadixKey
+
+    tree = RadixCache(None, None, page_size=1)
+    tree.insert(RadixKey(list(np.arange(1, 4))))
+    assert tree.total_size() == 3
+    with pytest.raises(TypeError, match="not token ids"):
+        tree.insert(RadixKey(b"abc"))
 
 
 def test_use_huge_pages_says_whether_the_machine_has_them_and_the_runtime_works_either_way():

@@ -34,37 +34,15 @@ uint64_t checked_pages(uint64_t pages, const KvLayout& layout, std::string_view 
   return pages;
 }
 
-// The fraction of `budget_pages` for which CacheBudget computes exactly `pages` pages.
-double fraction_for_pages(uint64_t pages, uint64_t budget_pages) {
-  double fraction = static_cast<double>(pages) / static_cast<double>(budget_pages);
-  while (std::floor(static_cast<double>(budget_pages) * fraction) < static_cast<double>(pages)) {
-    fraction = std::nextafter(fraction, 2.0);
-  }
-  return fraction;
-}
-
-// One watermark as a fraction of the budget; nullopt when not given.
-std::optional<double> watermark(const std::string& text, uint64_t budget_pages,
-                                uint64_t bytes_per_page, std::string_view flag) {
+// One watermark flag as given; nullopt when not given.
+std::optional<Watermark> watermark(const std::string& text, std::string_view flag) {
   if (text.empty()) return std::nullopt;
-  Threshold threshold;
   try {
-    threshold = parse_threshold(text);
+    const Threshold threshold = parse_threshold(text);
+    return threshold.is_size ? Watermark::of_bytes(threshold.bytes) : threshold.fraction;
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: {}", flag, e.what()));
   }
-  if (!threshold.is_size) return threshold.fraction;
-  const uint64_t pages = threshold.bytes / bytes_per_page;
-  if (pages == 0) {
-    throw UsageError(
-        fmt::format("{}: {} is less than one page ({})", flag, text, format_bytes(bytes_per_page)));
-  }
-  if (pages > budget_pages) {
-    throw UsageError(fmt::format("{}: {} is {} pages, more than the budget of {} pages ({})", flag,
-                                 text, pages, budget_pages,
-                                 format_bytes(budget_pages * bytes_per_page)));
-  }
-  return fraction_for_pages(pages, budget_pages);
 }
 
 }  // namespace
@@ -94,23 +72,26 @@ void parse_capacity_list(const std::string& text) {
   }
 }
 
-WatermarkFractions resolve_watermarks(const std::string& high_text, const std::string& low_text,
-                                      WatermarkFractions defaults, uint64_t budget_pages,
-                                      uint64_t bytes_per_page, std::string_view high_flag,
-                                      std::string_view low_flag) {
-  const std::optional<double> high = watermark(high_text, budget_pages, bytes_per_page, high_flag);
-  const std::optional<double> low = watermark(low_text, budget_pages, bytes_per_page, low_flag);
-  WatermarkFractions out;
-  out.high = high.value_or(defaults.high);
-  out.low = low.value_or(std::min(defaults.low, out.high));
-  if (out.low > out.high) {
-    throw UsageError(fmt::format("{}: {} is above the high watermark {} (low <= high)", low_flag,
-                                 low_text, high ? high_text : fmt::format("{}", out.high)));
-  }
+Watermarks resolve_watermarks(const std::string& high_text, const std::string& low_text,
+                              Watermarks defaults, uint64_t budget_pages, uint64_t bytes_per_page,
+                              std::string_view high_flag, std::string_view low_flag) {
+  const std::optional<Watermark> high = watermark(high_text, high_flag);
+  const std::optional<Watermark> low = watermark(low_text, low_flag);
+  Watermarks out{high.value_or(defaults.high), low.value_or(defaults.low)};
   try {
+    // A high watermark given alone takes the default low one down with it where that would be
+    // above it.
+    if (!low && CacheBudget::watermark_pages(out.low, budget_pages, bytes_per_page) >
+                    CacheBudget::watermark_pages(out.high, budget_pages, bytes_per_page)) {
+      out.low = out.high;
+    }
     CacheBudget({budget_pages * bytes_per_page, out.high, out.low}, bytes_per_page);
   } catch (const std::invalid_argument& e) {
-    throw UsageError(fmt::format("{} / {}: {}", high_flag, low_flag, e.what()));
+    // Named after the watermark CacheBudget found wrong, with the text as given.
+    const bool low_wrong = std::string_view(e.what()).starts_with("low");
+    const std::string& text = low_wrong ? low_text : high_text;
+    throw UsageError(fmt::format("{}: {}{}", low_wrong ? low_flag : high_flag,
+                                 text.empty() ? "" : text + ": ", e.what()));
   }
   return out;
 }

@@ -5,16 +5,16 @@
 // ids can, and be at most 2^64 - 1 bytes (pages x bytes per page is computed with checked_mul, so
 // `--page-tokens 65536 --capacity-tokens 2e14` is refused instead of wrapping to 7.77e18 bytes).
 //
-// Watermarks are fractions of the budget in (0, 1] or sizes ("38GiB"), checked
-// low <= high <= budget. They become the fractions CacheBudget takes, sizes exactly: a size of S
-// bytes is floor(S / bytes per page) pages, and the fraction handed on is one for which
-// CacheBudget computes that many pages (eviction/cache_budget.h is the one definition).
+// Watermarks are fractions of the budget in (0, 1] or sizes ("38GiB"), parsed once into a
+// Watermark and checked low <= high <= budget by CacheBudget itself, whose rule turns either into
+// pages (eviction/cache_budget.h is the one definition).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "eviction/cache_budget.h"
 #include "kv_store/kv_layout.h"
 
 namespace radixkv::tools {
@@ -28,17 +28,16 @@ uint64_t pages_for_capacity(std::string_view text, const KvLayout& layout, std::
 // reason for the first bad one.
 void parse_capacity_list(const std::string& text);
 
-struct WatermarkFractions {
-  double high = 1.0;
-  double low = 1.0;
+struct Watermarks {
+  Watermark high = 1.0;
+  Watermark low = 1.0;
 };
 
 // The watermark flags' text ("" when not given; `high_flag`/`low_flag` name them in errors) over a
 // budget of `budget_pages`. A watermark not given takes its default, the low one lowered to the
 // high one when needed. Throws UsageError.
-WatermarkFractions resolve_watermarks(const std::string& high, const std::string& low,
-                                      WatermarkFractions defaults, uint64_t budget_pages,
-                                      uint64_t bytes_per_page, std::string_view high_flag,
-                                      std::string_view low_flag);
+Watermarks resolve_watermarks(const std::string& high, const std::string& low, Watermarks defaults,
+                              uint64_t budget_pages, uint64_t bytes_per_page,
+                              std::string_view high_flag, std::string_view low_flag);
 
 }  // namespace radixkv::tools

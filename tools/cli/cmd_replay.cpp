@@ -21,6 +21,7 @@
 #include "tools/cli/engine_cli.h"
 #include "tools/cli/events_flags.h"
 #include "tools/cli/flags.h"
+#include "tools/cli/output_path.h"
 #include "tools/cli/progress_bar.h"
 #include "tools/cli/remote_flags.h"
 #include "tools/cli/tier_flags.h"
@@ -45,8 +46,8 @@ constexpr const char* kDefaultModel = "llama-3-8b";
 constexpr const char* kDefaultPlot = "radixkv-sweep.svg";
 constexpr const char* kDefaultTraceName = "built-in default trace (= `radixkv gen` with no flags)";
 // Watermarks when none are given: cache mode evicts only on demand, engine mode as the runtime.
-constexpr WatermarkFractions kCacheWatermarks{1.0, 1.0};
-constexpr WatermarkFractions kEngineWatermarks{0.95, 0.85};
+const Watermarks kCacheWatermarks{1.0, 1.0};
+const Watermarks kEngineWatermarks{0.95, 0.85};
 
 // Budget flags are alternatives: one given on the command line (or in a config table) overrides
 // every other one of them from a lower layer of the config file.
@@ -271,6 +272,8 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
     }
     if (cli.given("--plot"))
       throw UsageError(fmt::format("{}: needs --sweep", cli.describe("--plot")));
+  } else {
+    check_output_path(cli, "--plot", f.plot);  // written after every run of the sweep
   }
   const std::string several_runs = cli.given("--sweep")        ? "--sweep"
                                    : cli.given("--sweep-host") ? "--sweep-host"
@@ -303,9 +306,9 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
 struct ReplayPlan {
   KvLayout layout;
   std::vector<std::string> policies;
-  std::vector<uint64_t> capacities;            // pages; one unless --sweep
-  std::string budget_flag;                     // the flag the budget came from, for errors
-  std::vector<WatermarkFractions> watermarks;  // one per capacity
+  std::vector<uint64_t> capacities;    // pages; one unless --sweep
+  std::string budget_flag;             // the flag the budget came from, for errors
+  std::vector<Watermarks> watermarks;  // one per capacity
   std::vector<HostTierReplayConfig>
       hosts;  // host tiers (capacity 0: none); one unless --sweep-host
   ReadOptions read;
@@ -547,7 +550,7 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   std::optional<EventsOutput> events;
   if (cli.given("--kv-events")) events.emplace(cli, f.events, plan.layout.page_tokens, err);
   const std::unique_ptr<remote::RemoteTier> remote =
-      make_remote_tier(cli, f.remote, plan.layout, f.model);
+      make_remote_tier(cli, f.remote, plan.layout, f.model, err);
 
   const auto load_start = std::chrono::steady_clock::now();
   const Trace trace = load_trace(cli, f, plan.read);
@@ -594,7 +597,8 @@ int run_replay(std::span<const std::string> argv, std::ostream& out, std::ostrea
   }
   out.flush();  // the report is out before the linger
   const bool events_ok = !events || events->close(err);
-  return status == kExitOk && !(pages_dumped && events_ok) ? kExitFailure : status;
+  const bool remote_ok = !remote || check_remote_answered(*remote, err);
+  return status == kExitOk && !(pages_dumped && events_ok && remote_ok) ? kExitFailure : status;
 }
 
 }  // namespace radixkv::tools

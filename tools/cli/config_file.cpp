@@ -4,6 +4,9 @@
 
 #include <toml++/toml.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -64,6 +67,10 @@ std::vector<ConfigSetting> settings_of(const std::string& path, const toml::tabl
 }  // namespace
 
 ConfigFile read_config(const std::string& path) {
+  // A directory opens and reads as an empty file: refused, or the run would take the defaults.
+  if (std::error_code error; std::filesystem::is_directory(path, error)) {
+    throw UsageError(fmt::format("--config: '{}' is a directory, not a TOML file", path));
+  }
   toml::table root;
   try {
     root = toml::parse_file(path);

@@ -33,8 +33,8 @@ struct ConfigFile {
   std::map<std::string, std::string> table_origins;          // [name] -> "file:line"
 };
 
-// Throws UsageError "--config: FILE:LINE: reason" for a file that cannot be read or parsed, or a
-// value no flag could take (a date, a table nested in a table).
+// Throws UsageError "--config: FILE:LINE: reason" for a file that cannot be read (a directory
+// included) or parsed, or a value no flag could take (a date, a table nested in a table).
 ConfigFile read_config(const std::string& path);
 
 }  // namespace radixkv::tools

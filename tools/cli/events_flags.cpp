@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "events/block_hash.h"
+#include "events/endpoint.h"
+#include "events/wire_protocol.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/output_path.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -86,6 +89,20 @@ void check_events_flags(const CommandLine& cli, const EventsFlags& f) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("{}: {}", cli.describe("--kv-events-encoding"), e.what()));
   }
+  // The endpoints' form, before the trace is read (the sockets are made after the plan).
+  const auto check = [&](const char* flag, const std::string& endpoint, events::EndpointUse use) {
+    if (!cli.given(flag)) return;
+    try {
+      events::check_endpoint(endpoint, use);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("{}: {}", cli.describe(flag), e.what()));
+    }
+  };
+  check("--kv-events", f.endpoint,
+        events::pub_endpoint_binds(f.endpoint) ? events::EndpointUse::kBind
+                                               : events::EndpointUse::kConnect);
+  check("--kv-events-replay", f.replay_endpoint, events::EndpointUse::kBind);
+  if (cli.given("--dump-pages")) check_output_path(cli, "--dump-pages", f.dump_pages);
 }
 
 EventsOutput::EventsOutput(const CommandLine& cli, const EventsFlags& flags, uint32_t page_tokens,

@@ -37,7 +37,9 @@ struct EventsFlags {
 inline constexpr size_t kReplayQueueBatches = 1'000'000;
 
 void declare_events_flags(CommandLine& cli, EventsFlags& flags);
-// Throws UsageError naming the flag: a --kv-events-* flag without --kv-events, a bad encoding.
+// Throws UsageError naming the flag: a --kv-events-* flag without --kv-events, a bad encoding, an
+// endpoint that is not one (events/endpoint.h: tcp://256.1.1.1:5557, a connect to port *), a
+// --dump-pages path that cannot be written (tools/cli/output_path.h).
 void check_events_flags(const CommandLine& cli, const EventsFlags& flags);
 
 // The publisher and the batcher in front of it, for the one replay of a run.

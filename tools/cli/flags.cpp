@@ -180,6 +180,10 @@ bool CommandLine::given(std::string_view name) const {
   return option->count() > 0;
 }
 
+bool CommandLine::given_on_command_line(std::string_view name) const {
+  return given(name) && !origins_.contains(name);
+}
+
 void CommandLine::set_if_unset(std::string_view name, const std::string& value,
                                const std::string& origin) {
   CLI::Option* option = app_.get_option_no_throw(std::string(name));

@@ -50,6 +50,8 @@ class CommandLine {
   // Throws UsageError naming the flag.
   bool parse(std::span<const std::string> args, std::ostream& out);
   bool given(std::string_view name) const;
+  // Given on the command line itself (not by set_if_unset from a config file).
+  bool given_on_command_line(std::string_view name) const;
   // Gives flag `name` the value `value` unless the command line gave it; `origin` ("file:line")
   // names where it came from in errors. Throws UsageError for an unknown name or a bad value.
   void set_if_unset(std::string_view name, const std::string& value, const std::string& origin);

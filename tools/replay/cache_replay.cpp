@@ -3,15 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <optional>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include "eviction/cache_budget.h"
 #include "kv_store/page_pool.h"
-#include "radix/radix_tree.h"
 #include "remote/remote_tier.h"
+#include "runtime/prefix_cache_runtime.h"
 #include "tools/replay/host_tier.h"
+#include "tools/replay/run_checks.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -22,24 +23,6 @@ using Clock = LatencyRecorder::Clock;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// The end-of-run check: the identity with no live sequence, then the tree's own invariants.
-std::string check_accounting(const PagePool& pool, const RadixTree& tree) {
-  try {
-    if (tree.protected_pages() != 0) {
-      return fmt::format("{} pages still protected after every request unlocked",
-                         tree.protected_pages());
-    }
-    if (uint64_t{pool.free_pages()} + tree.cached_pages() != pool.capacity_pages()) {
-      return fmt::format("capacity {} != free {} + cached {} with no live sequence",
-                         pool.capacity_pages(), pool.free_pages(), tree.cached_pages());
-    }
-    tree.verify();
-  } catch (const std::exception& e) {
-    return fmt::format("tree.verify(): {}", e.what());
-  }
-  return {};
 }
 
 // The cache never holds more pages than the trace's prompts have in all, so a larger capacity
@@ -74,7 +57,19 @@ uint64_t pool_pages_for(const Trace& trace, const CacheReplayConfig& config) {
   return std::max<uint64_t>(cacheable_pages(trace, config), 1);
 }
 
-// One replay: the pool, the tree over it, the budget's watermarks, and the running result.
+// The host tier's pages: its budget cut to the trace's pages as the device's is, and pool room
+// for the largest load (tools/replay/host_tier.h).
+std::unique_ptr<HostTierPages> host_pages_for(const Trace& trace, const CacheReplayConfig& config,
+                                              const PagePool& pool) {
+  if (!config.host.enabled()) return nullptr;
+  const TracePages pages = trace_pages_of(trace, config.layout.page_tokens);
+  return std::make_unique<HostTierPages>(
+      pool, std::clamp<uint64_t>(pages.total, 1, config.host.capacity_pages),
+      std::min<uint64_t>(pages.largest, pool.capacity_pages()));
+}
+
+// One replay: the pool and the runtime over it (which owns the tree, the budget and the tiers),
+// and the running result.
 class CacheReplayer {
  public:
   CacheReplayer(const Trace& trace, const CacheReplayConfig& config)
@@ -82,37 +77,28 @@ class CacheReplayer {
         config_(config),
         page_tokens_(config.layout.page_tokens),
         pool_(config.layout, static_cast<uint32_t>(pool_pages_for(trace, config))),
-        budget_({checked_mul(config.capacity_pages, config.layout.bytes_per_page(),
-                             "cache capacity in bytes"),
-                 config.high_watermark, config.low_watermark},
-                config.layout.bytes_per_page()),
-        tree_(std::make_unique<RadixTree>(pool_, config.policy_factory
-                                                     ? config.policy_factory(trace)
-                                                     : make_policy(config.policy))),
+        host_(host_pages_for(trace, config, pool_)),
+        runtime_(std::make_unique<PrefixCacheRuntime>(pool_, runtime_config(), tier_config())),
         expander_(trace) {
     // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
     result_ = start_replay_result(
-        "cache", config.policy_factory ? std::string(tree_->policy().name()) : config.policy, trace,
-        config.model, config.layout, config.capacity_pages);
-    result_.high_watermark_pages = budget_.high_pages();
-    result_.low_watermark_pages = budget_.low_pages();
-    if (config.host.enabled()) add_host_tier();
-    if (config.remote != nullptr) {
-      config.remote->attach_pools(&pool_, host_ ? host_->pool.get() : nullptr);
-      tree_->set_tier_events(config.remote);
-      result_.remote.store = config.remote->describe();
-    }
+        "cache",
+        config.policy_factory ? std::string(runtime_->tree().policy().name()) : config.policy,
+        trace, config.model, config.layout, config.capacity_pages);
+    result_.high_watermark_pages = runtime_->budget().high_pages();
+    result_.low_watermark_pages = runtime_->budget().low_pages();
+    if (host_) describe_host_tier();
+    if (config.remote != nullptr) result_.remote.store = config.remote->describe();
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
-    if (config.events != nullptr) tree_->set_tier_events(config.events);
   }
 
   ReplayResult run();
 
  private:
-  void add_host_tier();
-  uint32_t load_remote(Namespace ns, std::span<const TokenId> tokens, uint32_t matched_pages,
-                       std::span<const PageId> pages);
+  RuntimeConfig runtime_config() const;
+  TierConfig tier_config() const;
+  void describe_host_tier();
   void replay_request(std::size_t i);
   void finish_run();
 
@@ -120,36 +106,42 @@ class CacheReplayer {
   const CacheReplayConfig& config_;
   const uint32_t page_tokens_;
   PagePool pool_;
-  const CacheBudget budget_;
-  std::optional<HostTierPages> host_;  // before tree_, which uses it until destroyed
-  std::unique_ptr<RadixTree> tree_;
+  std::unique_ptr<HostTierPages> host_;  // before runtime_, which uses it until destroyed
+  std::unique_ptr<PrefixCacheRuntime> runtime_;
   TokenExpander expander_;
   LatencyRecorder admit_, finish_;
-  std::vector<PageId> fresh_;
-  std::vector<PageHash> hashes_;
   ReplayResult result_;
 };
 
-// The host tier under the device pool: its budget cut to the trace's pages as the device's is,
-// and pool room for the largest load (tools/replay/host_tier.h).
-void CacheReplayer::add_host_tier() {
+// The budget is the capacity as given (the pool may be cut to the trace), so its watermarks are
+// fractions of it.
+RuntimeConfig CacheReplayer::runtime_config() const {
+  RuntimeConfig runtime{
+      .cache_bytes = checked_mul(config_.capacity_pages, config_.layout.bytes_per_page(),
+                                 "cache capacity in bytes"),
+      .high_watermark = config_.high_watermark,
+      .low_watermark = config_.low_watermark};
+  if (config_.policy_factory) {
+    runtime.policy = [this] { return config_.policy_factory(trace_); };
+  } else {
+    runtime.policy = config_.policy;
+  }
+  return runtime;
+}
+
+TierConfig CacheReplayer::tier_config() const {
+  return replay_tiers(config_.host, host_.get(), config_.remote, config_.events);
+}
+
+// The host tier's part of the report, with the watermarks of its budget as given, not as cut to
+// the trace.
+void CacheReplayer::describe_host_tier() {
   const HostTierReplayConfig& host = config_.host;
-  const TracePages pages = trace_pages_of(trace_, page_tokens_);
-  const uint64_t budget_pages = std::clamp<uint64_t>(pages.total, 1, host.capacity_pages);
-  host_.emplace(pool_, budget_pages, std::min<uint64_t>(pages.largest, pool_.capacity_pages()));
-  HostTierSetup setup;
-  setup.pool = host_->pool.get();
-  setup.copier = host_->copier.get();
-  setup.policy = make_policy(host.policy);
-  setup.budget = {budget_pages * pool_.bytes_per_page(), host.high_watermark, host.low_watermark};
-  setup.write = WritePolicy::parse(host.write_policy);
   HostTierResult& r = result_.host;
   r.enabled = true;
   r.capacity_pages = host.capacity_pages;
   r.policy = host.policy;
-  r.write_policy = setup.write.to_string();
-  tree_->add_host_tier(std::move(setup));
-  // The watermarks of the budget as given, not as cut to the trace.
+  r.write_policy = runtime_->tree().write_policy()->to_string();
   const CacheBudget given(
       {checked_mul(host.capacity_pages, pool_.bytes_per_page(), "host capacity in bytes"),
        host.high_watermark, host.low_watermark},
@@ -158,87 +150,50 @@ void CacheReplayer::add_host_tier() {
   r.low_watermark_pages = given.low_pages();
 }
 
-// Steps 1 to 4 of cache_replay.h for request i.
+// Steps 1 to 4 of cache_replay.h for request i: one admit of the whole pages (AdmitMode::
+// kCacheOnly), whose fresh pages count as computed at once, then finish.
 void CacheReplayer::replay_request(std::size_t i) {
   const TraceRequest& request = trace_.requests[i];
   // No match, and nothing this request caches, reaches past the pool.
   const std::span<const TokenId> tokens =
       expander_.expand(i, uint64_t{pool_.capacity_pages()} * page_tokens_);
-  const AccessHint hint{.priority = request.priority,
-                        .now = request.arrival_s,
-                        .output_tokens = request.output_tokens,
-                        .request_class = request.request_class};
   if (config_.before_request) config_.before_request(i);
-  fresh_.clear();
+  // The whole pages beyond the expansion could never be cached.
+  result_.uncached_pages += (request.input_tokens - tokens.size()) / page_tokens_;
+  if (tokens.empty()) return;
+  runtime_->set_now(request.arrival_s);
 
   const Clock::time_point t0 = Clock::now();
-  const MatchResult match = tree_->match(request.ns, tokens, nullptr, hint);
-  tree_->lock(match.node);
-  const uint32_t matched_pages = match.tokens / page_tokens_;
-  // With a host tier the match ends in a host run, loaded into device pages first.
-  const uint32_t host_run = match.host_tokens() / page_tokens_;
-  const uint32_t want = request.input_tokens / page_tokens_ - matched_pages;
-  uint32_t got = 0;
-  if (want + host_run > 0) {
-    const uint32_t need = want + host_run;
-    if (pool_.free_pages() < need) tree_->evict_pages(need - pool_.free_pages());
-    // Free + evictable pages cover any prompt cut to the pool, the matched ones included.
-    if (pool_.free_pages() < host_run) {
-      throw std::logic_error(fmt::format("cache replay: no device room to load request {}", i));
-    }
-    got = std::min(want, pool_.free_pages() - host_run);
-    if (!pool_.allocate(got + host_run, fresh_)) {
-      throw std::logic_error("cache replay: free pages vanished");
-    }
+  const AdmitResult admitted = runtime_->admit({.id = i,
+                                                .name_space = request.ns,
+                                                .prompt = tokens,
+                                                .priority = request.priority,
+                                                .output_tokens = request.output_tokens,
+                                                .request_class = request.request_class,
+                                                .mode = AdmitMode::kCacheOnly});
+  // Free + evictable pages cover any prompt cut to the pool, the matched ones included.
+  if (!admitted.ok()) {
+    throw std::logic_error(fmt::format("cache replay: no device room to load request {}", i));
   }
-  if (host_run > 0) tree_->load(match.node, std::span<const PageId>(fresh_).first(host_run));
-  const uint32_t remote_pages = config_.remote != nullptr && got > 0
-                                    ? load_remote(request.ns, tokens, matched_pages,
-                                                  std::span<const PageId>(fresh_).subspan(host_run))
-                                    : 0;
   const Clock::time_point t1 = Clock::now();
-  if (got > 0) {
-    // Below the locked match: the matched prefix is not walked a second time.
-    const InsertResult inserted = tree_->insert_below(
-        match.node,
-        tokens.subspan(size_t{matched_pages} * page_tokens_, size_t{got} * page_tokens_),
-        std::span<const PageId>(fresh_).subspan(host_run), hint);
-    if (inserted.cached_tokens != 0) {
-      throw std::logic_error(
-          fmt::format("cache replay: request {} matched {} tokens but insert found {} more cached",
-                      i, match.tokens, inserted.cached_tokens));
-    }
-  }
-  pool_.release(fresh_);  // the tree holds its own reference now
-  tree_->unlock(match.node);
-  result_.peak_cached_pages = std::max(result_.peak_cached_pages, tree_->cached_pages());
-  if (const uint64_t excess = budget_.excess_pages(tree_->cached_pages())) {
-    tree_->evict_pages(excess);
-  }
-  if (host_) {
-    tree_->enforce_host_watermarks();
-    result_.host.peak_cached_pages =
-        std::max(result_.host.peak_cached_pages, tree_->host_cached_pages());
-    result_.host.device_hit_tokens += match.device_tokens;
-    result_.host.host_hit_tokens += match.host_tokens();
-  }
+  const auto pages = static_cast<uint32_t>(admitted.block_table.size());
+  runtime_->mark_computed(admitted.seq, pages * page_tokens_);
+  runtime_->finish(admitted.seq);
   admit_.add(t0, t1);
   finish_.add(t1, Clock::now());
-  result_.hit_tokens += match.tokens + uint64_t{remote_pages} * page_tokens_;
-  result_.remote.hit_tokens += uint64_t{remote_pages} * page_tokens_;
-  result_.inserted_pages += got;
-  result_.uncached_pages += want - got;
-  tree_->flush_events();  // the request's changes as one batch
-}
 
-// The pages after the match that the remote tier holds, loaded into the first of `pages` (fresh
-// pages for the rest of the prompt); hashes chained from the namespace's root.
-uint32_t CacheReplayer::load_remote(Namespace ns, std::span<const TokenId> tokens,
-                                    uint32_t matched_pages, std::span<const PageId> pages) {
-  const PageHash parent =
-      chain_page_hashes(ns, tokens, page_tokens_, matched_pages, pages.size(), hashes_);
-  return config_.remote->load(parent, hashes_, tokens.subspan(size_t{matched_pages} * page_tokens_),
-                              pool_, pages);
+  const uint32_t matched_pages = (admitted.device_hit_tokens + admitted.host_hit_tokens) /
+                                 page_tokens_;  // local hits; remote ones were cached as new
+  result_.hit_tokens += admitted.reused_tokens;
+  result_.remote.hit_tokens += admitted.remote_hit_tokens;
+  result_.inserted_pages += pages - matched_pages;
+  result_.uncached_pages += admitted.uncached_pages;
+  if (host_) {
+    result_.host.peak_cached_pages =
+        std::max(result_.host.peak_cached_pages, runtime_->tree().host_cached_pages());
+    result_.host.device_hit_tokens += admitted.device_hit_tokens;
+    result_.host.host_hit_tokens += admitted.host_hit_tokens;
+  }
 }
 
 ReplayResult CacheReplayer::run() {
@@ -255,20 +210,21 @@ ReplayResult CacheReplayer::run() {
 }
 
 void CacheReplayer::finish_run() {
+  const RadixTree& tree = runtime_->tree();
   result_.cache_seconds = admit_.total_seconds() + finish_.total_seconds();
   result_.admit = admit_.summary();
   result_.finish = finish_.summary();
-  result_.evicted_pages = tree_->stats().evicted_pages;
-  result_.evicted_nodes = tree_->stats().evicted_nodes;
-  result_.final_cached_pages = tree_->cached_pages();
-  result_.accounting_error = check_accounting(pool_, *tree_);
+  result_.evicted_pages = tree.stats().evicted_pages;
+  result_.evicted_nodes = tree.stats().evicted_nodes;
+  result_.final_cached_pages = tree.cached_pages();
+  result_.peak_cached_pages = runtime_->stats().peak_cached_pages;
+  result_.accounting_error = check_end_of_run(*runtime_);
   if (host_) {
-    result_.host.add_tree_stats(tree_->stats());
-    result_.host.final_cached_pages = tree_->host_cached_pages();
-    if (result_.accounting_error.empty()) result_.accounting_error = check_host_identity(*tree_);
+    result_.host.add_tree_stats(tree.stats());
+    result_.host.final_cached_pages = tree.host_cached_pages();
   }
-  if (config_.at_end) config_.at_end(*tree_);
-  tree_.reset();  // releases the tree's reference on every page it still indexes
+  if (config_.at_end) config_.at_end(tree);
+  runtime_.reset();  // releases the tree's reference on every page it still indexes
   result_.pages_leaked = pool_.capacity_pages() - pool_.free_pages();
   if (host_) result_.pages_leaked += host_->pool->capacity_pages() - host_->pool->free_pages();
   if (config_.remote != nullptr) {

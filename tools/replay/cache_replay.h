@@ -1,5 +1,8 @@
 // Cache mode: the replay that published hit-rate curves use (docs/design.md, "Cache mode").
 //
+// It drives the tree through the runtime (runtime/prefix_cache_runtime.h), as every caller does:
+// each request is one admit in AdmitMode::kCacheOnly, whose pages count as computed at once, and
+// one finish, so tiers, observers and the budget behave as they do in engine mode.
 // Requests run in trace order, one at a time, with no concurrency and no decode:
 //   1. m = leading pages already cached (RadixTree::match); hit tokens += m * page_tokens. The
 //      matched path is touched and locked.
@@ -31,7 +34,8 @@
 // With a remote tier (config.remote), the tree tells it of every page it drops (written to the
 // store by its writer thread), and step 2 first asks the store for the pages that follow the
 // match: the leading run it holds counts as hit tokens (and remote hit tokens) and is cached
-// locally like computed pages. The remote tier is drained before the result is read.
+// locally like computed pages (with a host tier, through its staging pages, as the runtime loads
+// them: runtime/remote_staging.h). The remote tier is drained before the result is read.
 // At the end the page accounting identity (capacity = free + cached, no private pages) and
 // tree.verify() are checked once, the tree is destroyed, and every page not back on the free list
 // counts as leaked. A violation is reported in the result (ReplayResult::ok()), not thrown.
@@ -60,9 +64,9 @@ struct CacheReplayConfig {
   std::string model;            // name of the layout preset, for the report
   uint64_t capacity_pages = 0;  // the cache's pool; at least 1
   std::string policy = "lru";   // built with make_policy() unless policy_factory is set
-  // Fractions of capacity_pages, as CacheBudget takes them (step 4 above).
-  double high_watermark = 1.0;
-  double low_watermark = 1.0;
+  // Of capacity_pages, fractions or sizes (step 4 above; eviction/cache_budget.h's rule).
+  Watermark high_watermark = 1.0;
+  Watermark low_watermark = 1.0;
   // Builds the policy instead of make_policy(policy): for policies that need the whole trace
   // (an offline optimum) before the replay starts.
   std::function<std::unique_ptr<EvictionPolicy>(const Trace&)> policy_factory;
@@ -73,8 +77,9 @@ struct CacheReplayConfig {
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned); nullptr: none.
   remote::RemoteTier* remote = nullptr;
-  // The replayed cache's tier events (radix/tier_events.h, e.g. an events::EventBatcher): every
-  // change of its pages, one flush per request; nullptr: none. Must outlive the replay.
+  // An observer of the replayed cache's tier events (radix/tier_events.h, e.g. an
+  // events::EventBatcher), told after the remote tier: every change of its pages, one flush per
+  // request; nullptr: none. Must outlive the replay.
   TierEvents* events = nullptr;
   // Called with the tree once the run is over, before it is torn down (its final pages).
   std::function<void(const RadixTree&)> at_end;

@@ -14,6 +14,7 @@
 #include "kv_store/page_pool.h"
 #include "router/block_index.h"
 #include "tools/replay/engine_parts.h"
+#include "tools/replay/run_checks.h"
 
 namespace radixkv::tools {
 
@@ -38,8 +39,8 @@ struct Worker {
                 [this](events::EventBatch&& batch) { produced.push_back(std::move(batch)); }),
         runtime(std::make_unique<PrefixCacheRuntime>(
             pool,
-            RuntimeConfig{0, config.engine.high_watermark, config.engine.low_watermark,
-                          config.engine.policy},
+            RuntimeConfig{pool.capacity_bytes(), config.engine.high_watermark,
+                          config.engine.low_watermark, config.engine.policy},
             TierConfig::with_events(&batcher))),
         scheduler(std::make_unique<Scheduler>(*runtime, scheduler_config(config.engine, true))) {}
   Worker(const Worker&) = delete;
@@ -232,7 +233,7 @@ void ClusterRunner::finish(ReplayResult& result) {
     result.evicted_nodes += w->runtime->tree().stats().evicted_nodes;
     result.peak_cached_pages = std::max(result.peak_cached_pages, w->peak_cached_pages);
     result.final_cached_pages += w->runtime->tree().cached_pages();
-    if (const std::string error = check_accounting(*w->runtime);
+    if (const std::string error = check_end_of_run(*w->runtime);
         !error.empty() && result.accounting_error.empty()) {
       result.accounting_error = fmt::format("worker {}: {}", w->id, error);
     }

@@ -95,20 +95,4 @@ void summarise_ttft(std::vector<double>& ttft, EngineRun& run) {
 }
 
 // The end-of-run check with no live sequence: refcounts, the identity, tree.verify().
-std::string check_accounting(PrefixCacheRuntime& runtime) {
-  try {
-    const uint64_t private_pages = runtime.check_accounting();
-    if (private_pages != 0 || runtime.live_sequences() != 0) {
-      return fmt::format("{} private pages and {} live sequences after the run", private_pages,
-                         runtime.live_sequences());
-    }
-    if (runtime.tree().protected_pages() != 0) {
-      return fmt::format("{} cached pages still protected", runtime.tree().protected_pages());
-    }
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-
 }  // namespace radixkv::tools

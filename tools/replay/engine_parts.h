@@ -25,7 +25,5 @@ SchedRequest sched_request(const Trace& trace, TokenExpander& expander, uint32_t
 std::vector<uint32_t> arrival_order(const Trace& trace, uint64_t& out_of_order);
 // Sorts `ttft` and fills the run's TTFT percentiles, mean and max.
 void summarise_ttft(std::vector<double>& ttft, EngineRun& run);
-// The end-of-run check with no live sequence: empty when it holds, else what broke.
-std::string check_accounting(PrefixCacheRuntime& runtime);
 
 }  // namespace radixkv::tools

@@ -15,6 +15,7 @@
 #include "remote/remote_tier.h"
 #include "runtime/prefix_cache_runtime.h"
 #include "tools/replay/engine_parts.h"
+#include "tools/replay/run_checks.h"
 
 namespace radixkv::tools {
 
@@ -50,9 +51,12 @@ class EngineRunner {
         pool_(config.layout, static_cast<uint32_t>(config.pool_pages)),
         host_pages_(host_pages(pool_, trace, host)),
         runtime_(std::make_unique<PrefixCacheRuntime>(
-            pool_, RuntimeConfig{0, config.high_watermark, config.low_watermark, config.policy},
-            tier_config(host, host_pages_.get(), primary ? config.events : nullptr,
-                        primary && use_cache ? config.remote : nullptr))),
+            pool_,
+            RuntimeConfig{pool_.capacity_bytes(), config.high_watermark, config.low_watermark,
+                          config.policy},
+            replay_tiers(host != nullptr ? *host : HostTierReplayConfig{}, host_pages_.get(),
+                         primary && use_cache ? config.remote : nullptr,
+                         primary ? config.events : nullptr))),
         scheduler_(std::make_unique<Scheduler>(*runtime_, scheduler_config(config, use_cache))),
         expander_(trace) {
     run_.cache = use_cache;
@@ -70,8 +74,6 @@ class EngineRunner {
  private:
   static std::unique_ptr<HostTierPages> host_pages(const PagePool& pool, const Trace& trace,
                                                    const HostTierReplayConfig* host);
-  static TierConfig tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
-                                TierEvents* events, remote::RemoteTier* remote);
   double remote_wait_seconds();
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
   uint64_t new_written_pages();
@@ -118,21 +120,6 @@ std::unique_ptr<HostTierPages> EngineRunner::host_pages(const PagePool& pool, co
   return std::make_unique<HostTierPages>(pool,
                                          std::clamp<uint64_t>(trace_pages, 1, host->capacity_pages),
                                          std::min<uint64_t>(largest, pool.capacity_pages()));
-}
-
-TierConfig EngineRunner::tier_config(const HostTierReplayConfig* host, HostTierPages* pages,
-                                     TierEvents* events, remote::RemoteTier* remote) {
-  TierConfig tiers = TierConfig::with_events(events);
-  tiers.remote = remote;
-  if (pages == nullptr) return tiers;
-  tiers.host.pool = pages->pool.get();
-  tiers.host.copier = pages->copier.get();
-  tiers.host.cache_bytes = pages->budget_pages * pages->pool->bytes_per_page();
-  tiers.host.high_watermark = host->high_watermark;
-  tiers.host.low_watermark = host->low_watermark;
-  tiers.host.policy = host->policy;
-  tiers.host.write_policy = host->write_policy;
-  return tiers;
 }
 
 // Device pages copied to the host since the last call: each such copy occupies the D2H engine.
@@ -281,7 +268,7 @@ void EngineRunner::finish(CacheSide& side) {
   side.final_cached_pages = runtime_->tree().cached_pages();
   side.high_watermark_pages = runtime_->budget().high_pages();
   side.low_watermark_pages = runtime_->budget().low_pages();
-  side.accounting_error = check_accounting(*runtime_);
+  side.accounting_error = check_end_of_run(*runtime_);
   if (host_pages_) {
     side.host.enabled = true;
     side.host.host_hit_tokens = stats.host_hit_tokens;

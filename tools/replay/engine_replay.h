@@ -58,9 +58,9 @@ struct EngineReplayConfig {
   std::string model;           // name of the layout preset, for the report
   uint64_t pool_pages = 0;     // the KV pool, shared by running sequences and the cache
   std::string policy = "lru";  // eviction policy (make_policy)
-  // The runtime's watermarks, fractions of the pool (RuntimeConfig, eviction/cache_budget.h).
-  double high_watermark = 0.95;
-  double low_watermark = 0.85;
+  // The runtime's watermarks over the pool, fractions or sizes (eviction/cache_budget.h).
+  Watermark high_watermark = 0.95;
+  Watermark low_watermark = 0.85;
   std::string schedule = "lpm";  // SchedulerConfig::from_schedule
   SchedulerConfig scheduler;     // policy fields are overwritten from `schedule`
   CostModel cost;

@@ -52,20 +52,19 @@ HostTierPages::HostTierPages(const PagePool& device, uint64_t budget, uint64_t l
   copier = make_page_copier(device, *pool);
 }
 
-std::string check_host_identity(const RadixTree& tree) {
-  if (!tree.has_host_tier()) return {};
-  const PagePool& host = *tree.host_pool();
-  if (uint64_t{host.free_pages()} + tree.host_cached_pages() + tree.host_in_flight_pages() !=
-      host.capacity_pages()) {
-    return fmt::format("host capacity {} != free {} + cached {} + in flight {}",
-                       host.capacity_pages(), host.free_pages(), tree.host_cached_pages(),
-                       tree.host_in_flight_pages());
-  }
-  if (tree.host_pinned_pages() != 0) {
-    return fmt::format("{} host pages still pinned with no request running",
-                       tree.host_pinned_pages());
-  }
-  return {};
+TierConfig replay_tiers(const HostTierReplayConfig& host, HostTierPages* pages, RemotePages* remote,
+                        TierEvents* events) {
+  TierConfig tiers = TierConfig::with_events(events);
+  tiers.remote = remote;
+  if (pages == nullptr) return tiers;
+  tiers.host.pool = pages->pool.get();
+  tiers.host.copier = pages->copier.get();
+  tiers.host.cache_bytes = pages->budget_pages * pages->pool->bytes_per_page();
+  tiers.host.high_watermark = host.high_watermark;
+  tiers.host.low_watermark = host.low_watermark;
+  tiers.host.policy = host.policy;
+  tiers.host.write_policy = host.write_policy;
+  return tiers;
 }
 
 CopyEngine::CopyEngine(uint64_t bytes_per_page, double h2d_gbps, double d2h_gbps)

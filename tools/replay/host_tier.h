@@ -17,6 +17,7 @@
 
 #include "kv_store/page_pool.h"
 #include "radix/radix_tree.h"
+#include "runtime/prefix_cache_runtime.h"
 
 namespace radixkv::tools {
 
@@ -65,8 +66,10 @@ struct HostTierPages {
   std::unique_ptr<PageCopier> copier;
 };
 
-// "" when the identity capacity = free + cached + in flight holds, else what broke.
-std::string check_host_identity(const RadixTree& tree);
+// The runtime's tiers for a replay: the host tier on `pages` as `host` sets it up (none when
+// `pages` is nullptr), the remote tier (nullptr: none) and one observer (nullptr: none).
+TierConfig replay_tiers(const HostTierReplayConfig& host, HostTierPages* pages, RemotePages* remote,
+                        TierEvents* events);
 
 // The copy engines of engine mode, one per direction (PCIe is full duplex): each runs its copies
 // one after another, and a copy takes pages x bytes per page / bandwidth. Compute overlaps both.

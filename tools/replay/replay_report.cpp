@@ -79,11 +79,17 @@ std::string format_report_text(const ReplayResult& r) {
   if (!r.remote.store.empty()) {
     line("remote tier",
          fmt::format("{} (write-{}): {} tokens hit ({} pages loaded), {} pages stored, {} writes "
-                     "dropped, {} errors, {} bad values",
+                     "dropped, {} errors, {} calls skipped in reconnect backoff, {} bad values",
                      r.remote.store, r.remote.write, group_digits(r.remote.hit_tokens),
                      group_digits(r.remote.loaded_pages), group_digits(r.remote.stored_pages),
                      group_digits(r.remote.dropped_writes), group_digits(r.remote.errors),
-                     group_digits(r.remote.bad_values)));
+                     group_digits(r.remote.unavailable), group_digits(r.remote.bad_values)));
+    if (!r.remote.first_error.empty()) {
+      line("remote error", fmt::format("{}{}", r.remote.first_error,
+                                       r.remote.never_answered
+                                           ? " (the first; no call succeeded: no remote tier ran)"
+                                           : " (the first)"));
+    }
     if (r.remote.prefetch != "off") {
       line("remote prefetch",
            fmt::format("{}: {} pages taken from prefetches, {} prefetches dropped",
@@ -166,6 +172,10 @@ Json report_json(const ReplayResult& r) {
     out["remote_stored_pages"] = r.remote.stored_pages;
     out["remote_dropped_writes"] = r.remote.dropped_writes;
     out["remote_errors"] = r.remote.errors;
+    out["remote_unavailable"] = r.remote.unavailable;
+    out["remote_first_error"] =
+        r.remote.first_error.empty() ? Json(nullptr) : Json(r.remote.first_error);
+    out["remote_never_answered"] = r.remote.never_answered;
     out["remote_bad_values"] = r.remote.bad_values;
     out["remote_prefetch"] = r.remote.prefetch;
     out["remote_prefetched_pages"] = r.remote.prefetched_pages;

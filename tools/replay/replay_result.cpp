@@ -34,6 +34,9 @@ RemoteReplayResult remote_replay_result(remote::RemoteTier& tier, uint64_t hit_t
   result.stored_pages = s.stored_pages;
   result.dropped_writes = s.dropped_writes;
   result.errors = s.errors + s.prefetch.errors;  // every failed store call, prefetches too
+  result.unavailable = s.unavailable + s.prefetch.unavailable;
+  result.first_error = s.first_error;
+  result.never_answered = s.never_answered();
   result.bad_values = s.bad_values;
   result.prefetch = to_string(tier.config().prefetch);
   result.prefetched_pages = s.prefetch.taken_pages;

@@ -29,6 +29,9 @@ struct RemoteReplayResult {
   uint64_t stored_pages = 0;      // pages the store took
   uint64_t dropped_writes = 0;    // pages not written (queue full, store down or full)
   uint64_t errors = 0;            // store calls that failed
+  uint64_t unavailable = 0;       // calls skipped while the store waited out its reconnect backoff
+  std::string first_error;        // the first failure's message; empty without one
+  bool never_answered = false;    // calls failed and none succeeded: the run had no remote tier
   uint64_t bad_values = 0;        // values whose header did not match: misses, never served
   std::string prefetch;           // the prefetch policy ("off": none)
   uint64_t prefetched_pages = 0;  // pages load() took from a prefetch (checked like the others)
