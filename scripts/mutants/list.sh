@@ -358,6 +358,9 @@ mutant rank-queue-batch-ignores-late eviction/rank_queue_policy.cpp \
   "the look-ahead's scan of the ring names the queued entries ahead even when entries linked out of order come between" \
   '  if (!late_.empty()) return EvictionPolicy::next_victims_after(entry, out);
 ' ''
+mutant policy-lookahead-batch-restarts eviction/eviction_policy.h \
+  "the default look-ahead of k victims asks for the one after its starting entry each time, naming the same victim k times" \
+  'e = next_victim_after(*e);' 'e = next_victim_after(entry);'
 mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
   "a full ring with half its slots empty grows instead of compacting" \
   'if (queued_ * 2 <= ring_.size() && !ring_.empty()) {' 'if (false) {'
