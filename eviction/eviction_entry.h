@@ -50,6 +50,11 @@ struct AccessHint {
   // same for every entry on its path, larger for a later operation. Set by the owner (RadixTree
   // overwrites it); callers leave it 0.
   uint64_t tick = 0;
+  // False for an access that continues a request already counted (SGLang's chunked insert: the
+  // next chunk of a chunked prefill): the access stamps the path (tick) but no policy counts it
+  // as a hit (nor does the owner's AccessHistory), so that a request does not inflate the hits of
+  // the nodes its own earlier chunks created.
+  bool counts_as_hit = true;
 };
 
 // An entry's past as its owner tells it to a policy that did not see it (EvictionPolicy::adopt).

@@ -20,6 +20,8 @@
 //   - victim(): the entry to evict from next, left linked; nullptr when nothing is evictable.
 //     The owner asks before every page, takes that one page from the entry's tail (e.pages drops
 //     by one) and calls remove() only once it holds none, so one victim may serve several calls.
+//     victim_stays_first(): the policy promises the same answer until the entry is gone, so the
+//     owner may take several pages per call.
 //   - next_victim_after(e): without side effects, the entry victim() will name once e and the
 //     entries victim() named before it are removed, if nothing is added, accessed or removed
 //     otherwise in between. e is linked: the entry victim() just named, or one this call named
@@ -71,6 +73,13 @@ class EvictionPolicy {
     }
     return n;
   }
+  // True when victim() would name the same entry again after the owner takes a page from it, as
+  // long as nothing else is added, accessed or removed in between, and records nothing per call:
+  // the policy's order does not depend on `pages`. The owner may then take several pages from one
+  // answer (RadixTree::evict_pages asks once per leaf, not once per page). False, the default,
+  // asks before every page: Belady's bound re-ranks a leaf as its tail moves up, and the reuse
+  // policy counts every page it names.
+  virtual bool victim_stays_first() const { return false; }
   virtual bool contains(const EvictionEntry& entry) const = 0;
   virtual std::size_t size() const = 0;
 };

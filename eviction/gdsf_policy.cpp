@@ -41,7 +41,7 @@ void GdsfPolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {
   GdsfState& s = state(entry);
   const bool linked = s.hook.is_linked();
   if (linked) remove(entry);
-  ++s.hits;
+  if (hint.counts_as_hit) ++s.hits;
   s.rank = hint.tick;
   if (linked) add(entry);
 }

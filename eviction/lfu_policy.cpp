@@ -12,7 +12,7 @@ AccessHistory LfuPolicy::history(const EvictionEntry& entry) const {
 
 void LfuPolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {
   const auto count = [&](LfuState& s) {
-    ++s.hits;
+    if (hint.counts_as_hit) ++s.hits;
     s.rank = hint.tick;
   };
   LfuState& s = state(entry);

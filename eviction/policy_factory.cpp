@@ -12,6 +12,7 @@
 #include "eviction/gdsf_policy.h"
 #include "eviction/lfu_policy.h"
 #include "eviction/lru_policy.h"
+#include "eviction/newest_first_policies.h"
 #include "eviction/policy_registry.h"
 #include "eviction/priority_policy.h"
 #include "eviction/reuse_policy.h"
@@ -45,6 +46,11 @@ const std::vector<PolicyInfo>& registry() {
        "the leaf that entered the cache first; accesses change nothing",
        {},
        make_plain<FifoPolicy>},
+      {"mru", "the leaf whose last access is newest (SGLang's mru)", {}, make_plain<MruPolicy>},
+      {"filo",
+       "the leaf that entered the cache last (SGLang's filo); accesses change nothing",
+       {},
+       make_plain<FiloPolicy>},
       {"priority",
        "the lowest retention priority (TensorRT-LLM's), least recently used within one",
        {{"retention", PriorityPolicy::kForever, "SECONDS",

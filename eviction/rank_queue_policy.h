@@ -66,6 +66,8 @@ class RankQueuePolicy : public EvictionPolicy {
   // While late_ is empty, a scan of the ring from `entry`'s position; otherwise entry by entry.
   std::size_t next_victims_after(const EvictionEntry& entry,
                                  std::span<const EvictionEntry*> out) const final;
+  // The order is by rank alone, and victim() records nothing.
+  bool victim_stays_first() const final { return true; }
   bool contains(const EvictionEntry& entry) const override { return linked(state(entry)); }
   std::size_t size() const override { return queued_ + late_.size(); }
   // Entries linked out of order, and the ring's slots, for the tests and benchmarks that check

@@ -45,9 +45,9 @@ class SievePolicy final : public OrderedPolicy<SieveState, ByRank> {
     return past;
   }
   void add(EvictionEntry& entry) override { link(state(entry)); }
-  void on_access(EvictionEntry& entry, const AccessHint&) override {
+  void on_access(EvictionEntry& entry, const AccessHint& hint) override {
     SieveState& s = state(entry);
-    if (s.hits < UINT32_MAX) ++s.hits;
+    if (hint.counts_as_hit && s.hits < UINT32_MAX) ++s.hits;
     if (s.hits >= 2) s.visited = true;
   }
   bool visited(const EvictionEntry& entry) const { return state(entry).visited; }

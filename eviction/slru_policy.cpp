@@ -39,7 +39,7 @@ void SlruPolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {
   SlruState& s = state(entry);
   newest_tick_ = std::max(newest_tick_, hint.tick);
   s.last = hint.tick;
-  if (s.hits < UINT32_MAX) ++s.hits;
+  if (hint.counts_as_hit && s.hits < UINT32_MAX) ++s.hits;
   const uint8_t segment = s.hits >= 2 ? kProtected : s.segment;
   if (!s.hook.is_linked()) {
     s.segment = segment;

@@ -84,6 +84,12 @@ class RadixNode : public EvictionEntry {
   std::span<const TokenId> edge_tokens(uint32_t page_tokens) const {
     return {token_array(), size_t{num_pages()} * page_tokens};
   }
+  // Calls fn(const RadixNode*) for every child, in no particular order (read-only views of the
+  // tree: python/src/slot_trie.h).
+  template <typename Fn>
+  void for_each_child(Fn&& fn) const {
+    children_.for_each([&](uint64_t, const RadixNode* child) { fn(child); });
+  }
 
  private:
   friend class RadixTree;

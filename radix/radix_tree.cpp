@@ -138,7 +138,7 @@ void RadixTree::touch_path_in(RadixNode* node, const AccessHint& hint) {
   for (RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent_) {
     if (kTiered) {
       AccessHistory& was = past(x);
-      ++was.hits;
+      if (access.counts_as_hit) ++was.hits;
       was.last = access;
     }
     policy_->on_access(*x, access);
@@ -471,18 +471,25 @@ uint64_t RadixTree::evict_pages(uint64_t n, std::vector<PageId>* evicted) {
   uint64_t released = 0;
   VictimLookahead lookahead(*policy_, pool_, device_state_bytes_);
   // The policy names the victim before every page: after a leaf loses its tail page, another leaf
-  // may rank first (Belady's bound does; for LRU and the others the same leaf comes back).
-  for (; released < n; ++released) {
+  // may rank first (Belady's bound does). A policy whose victim stays first until it is gone is
+  // asked once per leaf, and the leaf's pages go as one run (at page size 1, a page per token).
+  const bool runs = policy_->victim_stays_first();
+  while (released < n) {
     EvictionEntry* entry = policy_->victim();
     if (entry == nullptr) break;
     auto* leaf = static_cast<RadixNode*>(entry);
     lookahead.on_victim(leaf);
-    // Take the tail page: the leaf keeps its first page, so its key among siblings holds.
-    const PageId page = leaf->page_array()[--leaf->pages];
-    if (evicted != nullptr) evicted->push_back(page);
-    marked(page) = false;
-    pool_.release(page);
-    --cached_pages_;
+    const uint32_t take =
+        runs ? static_cast<uint32_t>(std::min<uint64_t>(leaf->pages, n - released)) : 1;
+    // Pages leave from the tail: the leaf keeps its first page, so its key among siblings holds.
+    for (uint32_t i = 0; i < take; ++i) {
+      const PageId page = leaf->page_array()[--leaf->pages];
+      if (evicted != nullptr) evicted->push_back(page);
+      marked(page) = false;
+      pool_.release(page);
+    }
+    cached_pages_ -= take;
+    released += take;
     if (leaf->pages == 0) {
       --leaf->parent_->device_children_;
       remove_leaf(leaf);

@@ -145,6 +145,9 @@ class RadixTree final {
   uint64_t evict_pages(uint64_t n, std::vector<PageId>* evicted = nullptr);
 
   uint64_t protected_pages() const noexcept { return protected_pages_; }
+  // The root of namespace `ns` (its children are the namespace's first edges), or nullptr when the
+  // namespace has never been used since the tree was built or cleared.
+  const RadixNode* namespace_root(Namespace ns) const { return find_root(ns); }
   std::size_t evictable_leaves() const { return policy_->size(); }
   bool indexes_page(PageId page) const noexcept { return pool_.contains(page) && marked(page); }
   const TreeStats& stats() const noexcept { return stats_; }

@@ -646,4 +646,10 @@ void PrefixCacheRuntime::unlock(RadixNode* node) {
   end_call();
 }
 
+LoadTicket PrefixCacheRuntime::load(RadixNode* end, std::span<const PageId> pages) {
+  const LoadTicket ticket = tree_.load(end, pages);
+  end_call();
+  return ticket;
+}
+
 }  // namespace radixkv

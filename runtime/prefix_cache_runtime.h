@@ -294,6 +294,12 @@ class PrefixCacheRuntime {
                       AccessHint hint = {});
   void lock(RadixNode* node);
   void unlock(RadixNode* node);
+  // With a host tier: makes the host run of the match ending at `end` (which the caller has
+  // locked) device pages of the trie, taking `pages` (fresh device pages the caller holds, one per
+  // host-only page on the path, in path order; the tree takes its own reference on each), and
+  // starts the copies host -> device. Returns their ticket (load_done / wait_load; 0 when there
+  // was nothing to load). RadixTree::load's errors.
+  LoadTicket load(RadixNode* end, std::span<const PageId> pages);
 
   // The admit cut: the most tokens of a `prompt_tokens`-token prompt that admit takes from the
   // cache, floor((prompt_tokens - 1) / P) * P, so that the last prompt token is always computed.

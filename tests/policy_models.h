@@ -124,6 +124,34 @@ class FifoModel final : public PolicyModel {
   }
 };
 
+// mru: newest access first; filo: newest creation first (an access changes nothing). Among equal
+// ranks the one linked first.
+class MruModel final : public PolicyModel {
+ public:
+  void add(ModelEntry& e) override {
+    e.rank = e.last_access;
+    link(e);
+  }
+  void on_access(ModelEntry& e, const AccessHint&) override {
+    if (e.linked) add(e);
+  }
+  ModelEntry* victim() override {
+    return lowest([](const ModelEntry& e) { return -static_cast<int64_t>(e.rank); });
+  }
+};
+
+class FiloModel final : public PolicyModel {
+ public:
+  void add(ModelEntry& e) override {
+    e.rank = e.inserted_at;
+    link(e);
+  }
+  void on_access(ModelEntry&, const AccessHint&) override {}
+  ModelEntry* victim() override {
+    return lowest([](const ModelEntry& e) { return -static_cast<int64_t>(e.rank); });
+  }
+};
+
 // lfu: fewest hits first, least recent access among equal hits; both as of the last (re-)link.
 class LfuModel final : public PolicyModel {
  public:
@@ -415,6 +443,8 @@ inline std::unique_ptr<PolicyModel> make_policy_model(std::string_view spec) {
   if (name == "lru") return std::make_unique<LruModel>();
   if (name == "fifo") return std::make_unique<FifoModel>();
   if (name == "lfu") return std::make_unique<LfuModel>();
+  if (name == "mru") return std::make_unique<MruModel>();
+  if (name == "filo") return std::make_unique<FiloModel>();
   if (name == "sieve") return std::make_unique<SieveModel>();
   if (name == "gdsf") return std::make_unique<GdsfModel>(parameter("depth_pages", 1024.0));
   if (name == "priority") return std::make_unique<PriorityModel>(parameter("retention", forever));

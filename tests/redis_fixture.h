@@ -53,6 +53,25 @@ inline std::string redis_cli(int port, const std::string& args) {
 
 inline bool redis_answers(int port) { return redis_cli(port, "ping") == "PONG"; }
 
+// Waits (up to `limit`) until the server on `port` stops answering a PING within 250 ms: a
+// DEBUG SLEEP sent from another thread has reached it. A fixed pause is not enough on a loaded
+// machine, where starting redis-cli alone can take longer than the pause.
+inline bool wait_until_asleep(int port, std::chrono::milliseconds limit = std::chrono::seconds(1)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    const std::string command = fmt::format("timeout 0.25 redis-cli -p {} ping 2>&1", port);
+    std::string out;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+      char buffer[64];
+      for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+        out.append(buffer, n);
+      ::pclose(pipe);
+    }
+    if (out.find("PONG") == std::string::npos) return true;
+  }
+  return false;
+}
+
 // Stops the server on `port` at once, without saving (a crash, as far as clients can tell).
 inline void kill_redis(int port) {
   redis_cli(port, "shutdown nosave");

@@ -11,6 +11,7 @@
 #include "eviction/gdsf_policy.h"
 #include "eviction/lfu_policy.h"
 #include "eviction/lru_policy.h"
+#include "eviction/newest_first_policies.h"
 #include "eviction/priority_policy.h"
 #include "eviction/reuse_policy.h"
 #include "eviction/sieve_policy.h"
@@ -21,8 +22,9 @@
 using namespace radixkv;
 using radixkv::testing::CacheFixture;
 
-#define RADIXKV_ALL_POLICIES \
-  LruPolicy, LfuPolicy, FifoPolicy, PriorityPolicy, SlruPolicy, SievePolicy, GdsfPolicy, ReusePolicy
+#define RADIXKV_ALL_POLICIES                                                             \
+  LruPolicy, LfuPolicy, FifoPolicy, PriorityPolicy, SlruPolicy, SievePolicy, GdsfPolicy, \
+      ReusePolicy, MruPolicy, FiloPolicy
 
 namespace {
 

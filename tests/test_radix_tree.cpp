@@ -4,6 +4,7 @@
 #include <ranges>
 #include <span>
 
+#include "eviction/lfu_policy.h"
 #include "tests/cache_fixture.h"
 
 using namespace radixkv;
@@ -245,4 +246,106 @@ TEST_CASE("dump lists every node") {
   CHECK(text.find("[1 2]") != std::string::npos);
   CHECK(text.find("[3]") != std::string::npos);
   CHECK(text.find("[9]") != std::string::npos);
+}
+
+TEST_CASE("an access that counts no hit stamps the path and leaves its hits (a chunked insert)") {
+  // The node's hits and stamp as LFU keeps them (the tree keeps none of its own).
+  CacheFixture f(1, 256, "lfu");
+  const auto& lfu = dynamic_cast<const LfuPolicy&>(f.tree.policy());
+  const std::vector<TokenId> x{1, 2, 3};
+  const RadixNode* node = f.cache(x).node;
+  const uint64_t hits = lfu.history(*node).hits;
+  const uint64_t stamp = lfu.history(*node).last.tick;
+  f.tree.match(0, x, nullptr, AccessHint{.counts_as_hit = false});
+  CHECK(lfu.history(*node).hits == hits);
+  CHECK(lfu.history(*node).last.tick > stamp);
+  f.tree.match(0, x);
+  CHECK(lfu.history(*node).hits == hits + 1);
+  std::vector<PageId> pages;
+  REQUIRE(f.pool.allocate(3, pages));
+  f.tree.insert(0, x, pages, AccessHint{.counts_as_hit = false});
+  f.pool.release(pages);
+  CHECK(lfu.history(*node).hits == hits + 1);
+  f.check();
+}
+
+TEST_CASE("namespace_root and for_each_child read the tree as it is") {
+  CacheFixture f(1);
+  CHECK(f.tree.namespace_root(0) == nullptr);
+  const RadixNode* x = f.cache(std::vector<TokenId>{1, 2, 3}).node;
+  const RadixNode* y = f.cache(std::vector<TokenId>{1, 2, 7, 8}).node;
+  f.cache(std::vector<TokenId>{5}, 9);
+  const RadixNode* root = f.tree.namespace_root(0);
+  REQUIRE(root != nullptr);
+  CHECK(root->is_root());
+  std::vector<const RadixNode*> top;
+  root->for_each_child([&](const RadixNode* child) { top.push_back(child); });
+  REQUIRE(top.size() == 1);  // the split [1, 2]
+  CHECK(top[0]->num_pages() == 2);
+  std::vector<const RadixNode*> below;
+  top[0]->for_each_child([&](const RadixNode* child) { below.push_back(child); });
+  std::ranges::sort(below);
+  std::vector<const RadixNode*> expected{x, y};
+  std::ranges::sort(expected);
+  CHECK(below == expected);
+  CHECK(x->parent() == top[0]);
+  CHECK(f.tree.namespace_root(9) != root);
+  CHECK(f.tree.namespace_root(3) == nullptr);
+}
+
+namespace {
+
+// LRU that counts how often it is asked for a victim, and says or denies that its victim stays
+// first (victim_stays_first).
+class CountingLru final : public EvictionPolicy {
+ public:
+  explicit CountingLru(bool stays) : stays_(stays), inner_(make_policy("lru")) {}
+  std::string_view name() const override { return "counting-lru"; }
+  std::size_t state_bytes() const override { return inner_->state_bytes(); }
+  void adopt(EvictionEntry& e, const AccessHistory& past) override { inner_->adopt(e, past); }
+  AccessHistory history(const EvictionEntry& e) const override { return inner_->history(e); }
+  void add(EvictionEntry& e) override { inner_->add(e); }
+  void remove(EvictionEntry& e) override { inner_->remove(e); }
+  void on_access(EvictionEntry& e, const AccessHint& h) override { inner_->on_access(e, h); }
+  EvictionEntry* victim() override {
+    ++asked;
+    return inner_->victim();
+  }
+  bool victim_stays_first() const override { return stays_; }
+  bool contains(const EvictionEntry& e) const override { return inner_->contains(e); }
+  std::size_t size() const override { return inner_->size(); }
+  int asked = 0;
+
+ private:
+  bool stays_;
+  std::unique_ptr<EvictionPolicy> inner_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a policy whose victim stays first gives up a leaf's pages in one run, no more than asked") {
+  for (const bool stays : {false, true}) {
+    CAPTURE(stays);
+    PagePool pool(KvLayout{1, 1, 4, 2, 1}, 64);
+    auto policy = std::make_unique<CountingLru>(stays);
+    CountingLru& counting = *policy;
+    RadixTree tree(pool, std::move(policy));
+    const std::vector<TokenId> a{1, 2, 3, 4, 5};
+    const std::vector<TokenId> b{9, 8, 7};
+    const InsertResult in_a = radixkv::testing::cache_tokens(pool, tree, a, 0);
+    radixkv::testing::cache_tokens(pool, tree, b, 0);  // a is the least recent
+    const std::vector<PageId> a_pages(in_a.node->page_ids().begin(), in_a.node->page_ids().end());
+    std::vector<PageId> evicted;
+    counting.asked = 0;
+    CHECK(tree.evict_pages(3, &evicted) == 3);
+    CHECK(evicted == std::vector<PageId>{a_pages[4], a_pages[3], a_pages[2]});
+    CHECK(counting.asked == (stays ? 1 : 3));
+    // The rest of a, then b's tail: a run ends with its leaf.
+    CHECK(tree.evict_pages(3, &evicted) == 3);
+    CHECK(tree.peek(0, a) == 0);
+    CHECK(tree.peek(0, b) == 2);
+    CHECK(counting.asked == (stays ? 3 : 6));
+    tree.verify();
+  }
 }

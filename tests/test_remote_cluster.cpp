@@ -94,7 +94,8 @@ TEST_CASE("cluster: a batch is one round trip: two masters asleep cost one timeo
     // call the cluster down.
     sleepers.emplace_back([port] { redis_cli(port, "debug sleep 1.5"); });
   }
-  std::this_thread::sleep_for(200ms);  // both servers are inside DEBUG SLEEP now
+  REQUIRE(testing::wait_until_asleep(ports[1]));  // both servers are inside DEBUG SLEEP now
+  REQUIRE(testing::wait_until_asleep(ports[2]));
   using Clock = std::chrono::steady_clock;
 
   // Across all three masters: the two asleep fail together by one deadline; the healthy one's

@@ -408,7 +408,7 @@ TEST_CASE("faults: Redis slowed (DEBUG SLEEP): no load waits past the timeout") 
   const uint64_t errors = tier->stats().errors;
 
   std::thread sleeper([&] { redis_cli(port, "debug sleep 1.5"); });
-  std::this_thread::sleep_for(200ms);  // the server is asleep now
+  REQUIRE(testing::wait_until_asleep(port));  // the server is inside DEBUG SLEEP now
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(tier->load(namespace_seed(0), hashes, tokens, pool, pages) == 0);
   const auto waited = std::chrono::steady_clock::now() - t0;

@@ -186,9 +186,9 @@ TEST_CASE("a host tier's configuration errors name the host tier and what is wro
                        doctest::Contains("host tier: unknown write policy 'write_sometimes'"),
                        std::invalid_argument);
   c.host.write_policy = "write_back";
-  c.host.policy = "mru";
+  c.host.policy = "lirs";
   CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, {}, c),
-                       doctest::Contains("host tier: unknown eviction policy 'mru'"),
+                       doctest::Contains("host tier: unknown eviction policy 'lirs'"),
                        std::invalid_argument);
   c.host.policy = "lru";
   c.host.cache_bytes = 1;
@@ -313,4 +313,39 @@ TEST_CASE("tier events without a host tier: the device is the lowest tier, and c
   CHECK(runtime.tree().cached_pages() == 0);
   CHECK(pool.free_pages() == pool.capacity_pages());
   CHECK(runtime.check_accounting() == 0);
+}
+
+TEST_CASE("a caller without sequences loads a host run into pages it holds (runtime::load)") {
+  // The SGLang facade's HiCache path (python/src/slot_trie.h): match, lock the end, load, unlock.
+  constexpr uint32_t P = 2;
+  TieredRuntime f(P);
+  const std::vector<TokenId> key = iota_tokens(5 * P, 100);
+  std::vector<PageId> held;
+  REQUIRE(f.pool.allocate(5, held));
+  f.runtime.insert(0, key, held);
+  f.pool.release(held);
+  CHECK(f.runtime.evict(3) == 3);  // the tail: three pages to the host
+  f.runtime.wait_load(f.copier.issued());
+  const MatchResult found = f.runtime.match(0, key, nullptr);
+  CHECK(found.tokens == 5 * P);
+  CHECK(found.device_tokens == 2 * P);
+  f.runtime.lock(found.node);
+  std::vector<PageId> pages;
+  REQUIRE(f.pool.allocate(2, pages));
+  // The wrong number of pages is refused and changes nothing.
+  CHECK_THROWS_AS(f.runtime.load(found.node, pages), std::invalid_argument);
+  CHECK(f.runtime.tree().host_cached_pages() == 3);
+  REQUIRE(f.pool.allocate(1, pages));
+  const LoadTicket ticket = f.runtime.load(found.node, pages);
+  CHECK(ticket != 0);
+  f.runtime.wait_load(ticket);
+  f.pool.release(pages);  // the tree holds its own references
+  f.runtime.unlock(found.node);
+  std::vector<PageId> device;
+  const MatchResult again = f.runtime.match(0, key, &device);
+  CHECK(again.device_tokens == 5 * P);
+  CHECK(std::vector<PageId>(device.end() - 3, device.end()) == pages);
+  CHECK(f.runtime.tree().host_cached_pages() == 0);  // write-back: the host copies left
+  f.runtime.check_accounting();
+  f.runtime.tree().verify();
 }

@@ -34,7 +34,10 @@ mutant radix-parent-not-offered radix/radix_tree.cpp \
   'if (!parent->is_root() && parent->is_leaf() && parent->lock_count_ == 0) policy_->add(*parent);' ''
 mutant radix-evict-one-short radix/radix_tree.cpp \
   "evict_pages(n) releases one page fewer than asked" \
-  'for (; released < n; ++released) {' 'for (; released + 1 < n; ++released) {'
+  'while (released < n) {' 'while (released + 1 < n) {'
+mutant radix-evict-run-overshoots radix/radix_tree.cpp \
+  "a run of pages from one victim takes the whole leaf, past the pages asked for" \
+  'runs ? static_cast<uint32_t>(std::min<uint64_t>(leaf->pages, n - released)) : 1;' 'runs ? leaf->pages : 1;'
 mutant radix-child-erase-shift radix/child_table.cpp \
   "backward-shift deletion also moves an entry whose home lies right after the hole" \
   'const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);' 'const bool home_after_hole = ((i - home) & mask) <= ((i - hole) & mask);'
@@ -70,9 +73,18 @@ mutant lru-unlinked-access-lost eviction/lru_policy.h \
 mutant lfu-ties-insertion eviction/lfu_policy.cpp \
   "lfu breaks ties between equal hit counts by insertion order instead of recency" \
   's.rank = hint.tick;' ''
+mutant lfu-chunked-counts-hits eviction/lfu_policy.cpp \
+  "an access that counts no hit (a chunked insert) counts one all the same" \
+  'if (hint.counts_as_hit) ++s.hits;' '++s.hits;'
 mutant lfu-access-not-rekeyed eviction/lfu_policy.cpp \
   "lfu does not re-key a linked leaf that is hit" \
   'relink(s, count);' 'return;'
+mutant mru-access-no-relink eviction/newest_first_policies.h \
+  "mru keeps an entry where its old access put it when it is accessed again" \
+  'relink(s, [&](NewestFirstState& x) { x.rank = hint.tick; });' ''
+mutant filo-rank-last-access eviction/newest_first_policies.h \
+  "filo orders by last access (an mru) instead of creation" \
+  'void on_access(EvictionEntry&, const AccessHint&) override {}' 'void on_access(EvictionEntry& entry, const AccessHint& hint) override { NewestFirstState& s = state(entry); if (s.hook.is_linked()) { relink(s, [&](NewestFirstState& x) { x.rank = hint.tick; }); } else { s.rank = hint.tick; } }'
 mutant fifo-rank-last-access eviction/fifo_policy.h \
   "fifo orders by last access (an lru) instead of creation" \
   'void on_access(EvictionEntry&, const AccessHint&) override {}' 'void on_access(EvictionEntry& entry, const AccessHint& hint) override { QueueState& s = state(entry); const bool was = linked(s); if (was) remove(entry); s.rank = hint.tick; if (was) link(s); }'

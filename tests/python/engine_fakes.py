@@ -4,6 +4,11 @@ allocator that checks every slot is freed exactly once, and a req_to_token pool.
 import numpy as np
 
 
+def values(indices):
+    """Slots (a tensor or an array) as a list of ints."""
+    return [int(v) for v in indices.tolist()]
+
+
 class SlotAllocator:
     """Hands out whole pages of contiguous slots; free() takes a tensor or array of slots and
     fails on a slot that is not outstanding (a double free, or a slot it never handed out)."""

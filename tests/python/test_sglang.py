@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import radixkv
-from engine_fakes import ReqToTokenPool, SlotAllocator
+from engine_fakes import ReqToTokenPool, SlotAllocator, values
 from radixkv.sglang import (
     AllBlocksCleared,
     BaseKey,
@@ -19,10 +19,6 @@ from radixkv.sglang import (
     RadixCache,
     RadixKey,
 )
-
-
-def values(indices):
-    return [int(v) for v in indices.tolist()]
 
 
 def make_cache(page_size=1, pages=256, **kwargs):
@@ -56,8 +52,8 @@ def test_constructor_attributes_and_policy_names():
     cache, alloc = make_cache(page_size=4)
     assert cache.page_size == 4 and cache.disable is False and cache.device == alloc.device
     assert cache.root_node is not None
-    with pytest.raises(ValueError, match="mru"):
-        make_cache(eviction_policy="mru")
+    for sglang_name in ("lru", "lfu", "fifo", "mru", "filo", "priority"):  # SGLang's names
+        assert make_cache(eviction_policy=sglang_name.upper())[0].eviction_policy == sglang_name
     with pytest.raises(ValueError, match="policy"):
         make_cache(eviction_policy="sometimes")
     with pytest.raises(ValueError, match="page_size"):
@@ -73,8 +69,8 @@ def test_insert_returns_the_cached_prefix_and_match_returns_its_slots():
     match = cache.match_prefix(RadixKey([1, 2, 3, 4, 9]))
     assert len(match.device_indices) == 4 and values(match.device_indices)[3] == kept[0]
     assert match.last_host_node is match.last_device_node and match.host_hit_length == 0
-    indices, last, _, _ = match  # unpacks like SGLang's namedtuple
-    assert last is match.last_device_node
+    indices, last, *_ = match  # a namedtuple, in SGLang's field order
+    assert last is match.last_device_node and indices is match.device_indices
 
 
 def test_matches_and_inserts_are_cut_to_whole_pages():
