@@ -1,16 +1,28 @@
-// EvictionEntry: the part of a cached item that eviction policies see.
+// EvictionEntry: the part of a cached item that eviction policies see, and the policy's own state
+// of it.
 //
-// Like CacheLib's MMContainers, policies link entries through hooks that live inside the entry, so
-// adding, removing and touching never allocates; the one side table is LRU and FIFO's ring of
-// entry pointers (eviction/rank_queue_policy.h), which grows amortised and, when memory is short,
-// links the entry through its hook instead: no policy operation throws. The owner of the
-// entries (the radix tree) fills in the facts below; a policy reads them and may use the
-// policy-owned fields however it likes. An entry is linked into at most one policy at a time.
+// An entry holds two facts that its owner (the radix tree) keeps: its charge in pages and its
+// depth. Everything else a policy knows of an entry is the policy's *state* of it, a struct the
+// policy lays out (its links, its keys, and what it keeps of the entry's accesses) in the
+// EvictionPolicy::state_bytes() bytes that the owner reserves immediately before each entry, in
+// the same allocation: [state][entry...]. So an entry pays for the policy in use only (LRU: 40
+// bytes; the most, reuse: 56), and naming and unlinking a victim reads the state and the owner's
+// fields beside it. What a policy learns of an access arrives with the access (AccessHint, with
+// the owner's clock tick); what happened before an entry reached the policy arrives with
+// EvictionPolicy::adopt (AccessHistory).
+//
+// Like CacheLib's MMContainers, policies link entries through hooks in that state, so adding,
+// removing and touching never allocates; the one side table is LRU and FIFO's ring of state
+// pointers (eviction/rank_queue_policy.h), which grows amortised and, when memory is short, links
+// the entry through its hook instead: no policy operation throws. An entry is linked into at most
+// one policy at a time.
 #pragma once
 
 #include <boost/intrusive/set_hook.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
 
 namespace radixkv {
 
@@ -34,46 +46,61 @@ struct AccessHint {
   // an agentic request's type), a small integer the caller assigns; 0 when unknown. Policies may
   // learn per class; none has to.
   uint16_t request_class = 0;
+  // The owner's logical clock at this access: one tick per tree operation (match or insert), the
+  // same for every entry on its path, larger for a later operation. Set by the owner (RadixTree
+  // overwrites it); callers leave it 0.
+  uint64_t tick = 0;
   // False for an access that continues a request already counted (SGLang's chunked insert: the
-  // next chunk of a chunked prefill): the tree stamps the path but does not count a hit, so that
-  // a request does not inflate the hits of the nodes its own earlier chunks created.
+  // next chunk of a chunked prefill): the access stamps the path (tick) but no policy counts it
+  // as a hit (nor does the owner's AccessHistory), so that a request does not inflate the hits of
+  // the nodes its own earlier chunks created.
   bool counts_as_hit = true;
 };
 
+// An entry's past as its owner tells it to a policy that did not see it (EvictionPolicy::adopt).
+struct AccessHistory {
+  uint64_t created = 0;  // the owner's clock when the entry was made
+  uint64_t hits = 0;     // accesses since (0: none yet)
+  AccessHint last;       // the latest of them (last.tick: when; 0 when none)
+};
+
 struct EvictionEntry {
-  using SetHook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;
-
-  // The fields are in the order of use: the hook, the queue position, `pages` and `rank` fill
-  // the first 64 bytes, which is all of the entry that naming and unlinking a victim reads (the
-  // radix tree adds the fields it needs to free a node in its own last line: radix/radix_node.h).
-
-  // Policy-owned links: ordered policies (LFU, priority, cost-aware, SIEVE, ...) use set_hook;
-  // LRU and FIFO keep an entry either in a ring, at queue_position (0: not there), or in a set
-  // through set_hook (eviction/rank_queue_policy.h).
-  SetHook set_hook;
-  uint64_t queue_position = 0;
-
-  // Facts kept by the owner.
+  // The policy's state lies right before this (see above); the facts are the owner's.
   uint32_t pages = 0;         // pages the entry holds now: its charge
   uint32_t prefix_pages = 0;  // pages on its path above it (deeper entries save longer prefills)
-
-  // Policy-owned: an ordered policy keys on these (and score, segment below), never on the facts,
-  // which the owner rewrites just before on_access() while the entry may still be linked.
-  uint64_t rank = 0;
-
-  // More facts kept by the owner.
-  uint64_t last_access = 0;  // logical clock of the last access (one tick per tree operation)
-  uint64_t inserted_at = 0;  // logical clock of creation
-  uint64_t hits = 0;         // accesses since creation
-  int32_t priority = kDefaultPriority;  // priority of the latest access
-  uint32_t output_tokens = 0;           // AccessHint::output_tokens of the latest access
-  double last_access_s = 0.0;           // AccessHint::now of the latest access (seconds)
-
-  // Policy-owned as well.
-  double score = 0.0;
-  double stamp = 0.0;  // a time the policy remembers (reuse: its previous access)
-  uint8_t segment = 0;
-  bool visited = false;
 };
+
+// The policy's state of an entry, as a State: a type of the policy's whose size is its
+// state_bytes() (a multiple of 8, with alignment at most 8), created by the policy's adopt().
+// These only compute addresses: they read nothing.
+template <typename State>
+State& state_of(EvictionEntry& entry) {
+  static_assert(sizeof(State) % 8 == 0 && alignof(State) <= 8);
+  return *std::launder(
+      reinterpret_cast<State*>(reinterpret_cast<std::byte*>(&entry) - sizeof(State)));
+}
+template <typename State>
+const State& state_of(const EvictionEntry& entry) {
+  return state_of<State>(const_cast<EvictionEntry&>(entry));
+}
+template <typename State>
+EvictionEntry& entry_of(State& state) {
+  return *std::launder(
+      reinterpret_cast<EvictionEntry*>(reinterpret_cast<std::byte*>(&state) + sizeof(State)));
+}
+template <typename State>
+const EvictionEntry& entry_of(const State& state) {
+  return entry_of(const_cast<State&>(state));
+}
+// Starts the lifetime of a fresh State before `entry` (in adopt()). The owner frees the memory of
+// an unlinked entry without telling the policy, so a State must need no destructor call: its
+// members are numbers and unlinked hooks.
+template <typename State>
+State& make_state(EvictionEntry& entry) {
+  return *new (reinterpret_cast<std::byte*>(&entry) - sizeof(State)) State();
+}
+
+// The hook of the policies that link their entries in an ordered set.
+using SetHook = boost::intrusive::set_member_hook<boost::intrusive::optimize_size<true>>;
 
 }  // namespace radixkv

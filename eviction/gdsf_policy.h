@@ -10,9 +10,9 @@
 // depth_pages is the depth at which attention doubles a page's cost (about 6 * d_model tokens for
 // a dense transformer, in pages); infinity makes every page cost the same (plain GDSF by pages).
 //
-// Keys: score = H when the entry was last linked or touched, rank = last access. The pages a
-// victim loses to tail truncation do not re-key it: it is the victim until it is gone anyway.
-// O(log n) per operation.
+// State: the entry's hits and the tick of its last access, and its keys: score = H when the entry
+// was last linked or touched, rank = last access. The pages a victim loses to tail truncation do
+// not re-key it: it is the victim until it is gone anyway. O(log n) per operation.
 #pragma once
 
 #include <limits>
@@ -21,20 +21,31 @@
 
 namespace radixkv {
 
-class GdsfPolicy final : public OrderedPolicy<ByScoreThenRank> {
+struct GdsfState {
+  SetHook hook;
+  uint64_t rank = 0;  // tick of the last access
+  double score = 0.0;
+  uint64_t hits = 0;
+};
+
+class GdsfPolicy final : public OrderedPolicy<GdsfState, ByScoreThenRank> {
  public:
   static constexpr double kDefaultDepthPages = 1024.0;
   // depth_pages > 0 (infinity allowed); throws std::invalid_argument otherwise.
   explicit GdsfPolicy(double depth_pages = kDefaultDepthPages);
   std::string_view name() const override { return "gdsf"; }
+  void adopt(EvictionEntry& entry, const AccessHistory& past) override;
+  AccessHistory history(const EvictionEntry& entry) const override;
   void add(EvictionEntry& entry) override;
   void on_access(EvictionEntry& entry, const AccessHint& hint) override;
   EvictionEntry* victim() override;
   double inflation() const { return inflation_; }
   double cost_per_page(const EvictionEntry& entry) const;
+  // H as of the entry's last link or access.
+  double score(const EvictionEntry& entry) const { return state(entry).score; }
 
  private:
-  void set_key(EvictionEntry& entry) const;
+  void set_score(EvictionEntry& entry) const;
 
   double depth_pages_;
   double inflation_ = 0.0;

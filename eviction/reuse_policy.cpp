@@ -19,9 +19,29 @@ ReusePolicy::ReusePolicy(double limit, double prior) : limit_(limit), prior_(pri
   }
 }
 
+void ReusePolicy::adopt(EvictionEntry& entry, const AccessHistory& past) {
+  ReuseState& s = make_state<ReuseState>(entry);
+  s.rank = past.last.tick;
+  s.last_s = past.last.now;
+  s.output_tokens = past.last.output_tokens;
+}
+
+AccessHistory ReusePolicy::history(const EvictionEntry& entry) const {
+  const ReuseState& s = state(entry);
+  AccessHistory past;
+  past.last.tick = s.rank;
+  past.last.now = s.last_s;
+  past.last.output_tokens = s.output_tokens;
+  return past;
+}
+
+uint8_t ReusePolicy::class_of(uint32_t output_tokens, uint32_t prefix_pages) {
+  const int answer = std::min<int>(std::bit_width(output_tokens), kAnswerClasses - 1);
+  return static_cast<uint8_t>(prefix_pages == 0 ? answer : kAnswerClasses + answer);
+}
+
 uint8_t ReusePolicy::class_of(const EvictionEntry& entry) {
-  const int answer = std::min<int>(std::bit_width(entry.output_tokens), kAnswerClasses - 1);
-  return static_cast<uint8_t>(entry.prefix_pages == 0 ? answer : kAnswerClasses + answer);
+  return class_of(state(entry).output_tokens, entry.prefix_pages);
 }
 
 double ReusePolicy::overall_rate() const {
@@ -48,8 +68,8 @@ double ReusePolicy::offset(uint8_t cls) const {
 }
 
 void ReusePolicy::set_key(EvictionEntry& entry) const {
-  entry.score = entry.last_access_s + offset(class_of(entry));
-  entry.rank = entry.last_access;
+  ReuseState& s = state(entry);
+  s.score = s.last_s + offset(class_of(entry));
 }
 
 void ReusePolicy::record(uint8_t cls, double reuses, double exposure) {
@@ -61,26 +81,31 @@ void ReusePolicy::record(uint8_t cls, double reuses, double exposure) {
 
 void ReusePolicy::add(EvictionEntry& entry) {
   set_key(entry);
-  link(entry);
+  link(state(entry));
 }
 
 void ReusePolicy::on_access(EvictionEntry& entry, const AccessHint& hint) {
   now_ = std::max(now_, hint.now);
-  if (entry.visited && entry.last_access_s > entry.stamp) {
+  ReuseState& s = state(entry);
+  const bool linked = s.hook.is_linked();
+  if (linked) remove(entry);
+  if (s.visited && hint.now > s.last_s) {
     const double pages = entry.pages;
-    record(entry.segment, pages, pages * (entry.last_access_s - entry.stamp));
+    record(s.segment, pages, pages * (hint.now - s.last_s));
   }
-  entry.visited = true;
-  entry.segment = class_of(entry);
-  entry.stamp = entry.last_access_s;
-  if (contains(entry)) relink(entry, [&](EvictionEntry& e) { set_key(e); });
+  s.visited = true;
+  s.output_tokens = hint.output_tokens;
+  s.segment = class_of(entry);
+  s.last_s = hint.now;
+  s.rank = hint.tick;
+  if (linked) add(entry);
 }
 
 EvictionEntry* ReusePolicy::victim() {
   EvictionEntry* entry = OrderedPolicy::victim();
   if (entry == nullptr) return nullptr;
   // The owner takes one page from it now: that page's time in the cache ends without a reuse.
-  const double age = std::max(0.0, now_ - entry->last_access_s);
+  const double age = std::max(0.0, now_ - state(*entry).last_s);
   record(class_of(*entry), 0.0, age);
   if (!have_victim_) {
     victim_age_ = age;

@@ -24,8 +24,8 @@
 // rarely reused at all (the long answers of the Mooncake sample: 1 page in 15), p_c is far below
 // the average and its pages go first, almost as if they were not admitted.
 //
-//   class    the bit width of the answer length of the latest access (EvictionEntry::
-//            output_tokens, from AccessHint::output_tokens; 0 = not known), and whether the entry
+//   class    the bit width of the answer length of the latest access (AccessHint::
+//            output_tokens; 0 = not known), and whether the entry
 //            is the head of its prompts (it hangs from the root: prefix_pages == 0) or continues
 //            one. On the Mooncake sample the answer length tells document questions (short
 //            answers, asked again and again) from chat (long answers, rarely repeated); on
@@ -47,7 +47,7 @@
 //            default, since p_c saturates where rates would not. limit = 0 is plain LRU on the
 //            caller's clock.
 //
-// Clock: the caller's (AccessHint::now, kept by the owner as EvictionEntry::last_access_s).
+// Clock: the caller's (AccessHint::now, kept per entry as the time of its latest access).
 // Accesses at the same instant as the previous one (a request's match, then its insert) are not
 // counted as reuses. A caller without a clock (now always 0) sees every key equal: LRU by tree
 // tick. A workload whose classes are reused alike gets about LRU on its clock: every shift is
@@ -59,9 +59,11 @@
 // its own last access, which splits copy. Accesses to inner nodes count as reuses too (their
 // pages were reused). Tail truncation does not re-key: the victim stays first until it is gone.
 //
-// Keys: score as above, then rank = last access (tree tick). Policy-owned state per entry: the
-// class and time of its previous access (segment, stamp; visited = they are set). O(log n) per
-// add, access and remove; victim() is O(1) plus an O(1) update of the estimates.
+// State per entry: the time, tick and answer length of its latest access; its keys, score as
+// above, then rank = the tick of the latest access; and the class of that access (segment), which
+// counts its reuses once the next access comes (visited: it came after the entry reached the
+// policy; an adopted past (AccessHistory) brings its time, tick and answer length, not a class).
+// O(log n) per add, access and remove; victim() is O(1) plus an O(1) update of the estimates.
 #pragma once
 
 #include <array>
@@ -72,7 +74,17 @@
 
 namespace radixkv {
 
-class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
+struct ReuseState {
+  SetHook hook;
+  uint64_t rank = 0;  // tick of the latest access
+  double score = 0.0;
+  double last_s = 0.0;         // time of the latest access (AccessHint::now)
+  uint32_t output_tokens = 0;  // answer length of the latest access
+  uint8_t segment = 0;         // class of the latest access, once visited
+  bool visited = false;
+};
+
+class ReusePolicy final : public OrderedPolicy<ReuseState, ByScoreThenRank> {
  public:
   // Answer lengths 0, 1, 2-3, ..., 2^15..2^16-1, >= 2^16: 18 of them, each for a head and for a
   // continuation.
@@ -87,13 +99,17 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   // Throws std::invalid_argument otherwise.
   ReusePolicy(double limit, double prior);
   std::string_view name() const override { return "reuse"; }
+  void adopt(EvictionEntry& entry, const AccessHistory& past) override;
+  AccessHistory history(const EvictionEntry& entry) const override;
   void add(EvictionEntry& entry) override;
   void on_access(EvictionEntry& entry, const AccessHint& hint) override;
   EvictionEntry* victim() override;
 
-  // The class of an entry from its facts: bit width of output_tokens, plus kAnswerClasses for a
-  // continuation (prefix_pages > 0).
-  static uint8_t class_of(const EvictionEntry& entry);
+  // The class of an access: bit width of the answer length (output_tokens), plus kAnswerClasses
+  // for a continuation (an entry with prefix_pages > 0).
+  static uint8_t class_of(uint32_t output_tokens, uint32_t prefix_pages);
+  // The entry's key: its latest access's time plus its class's shift when it was last keyed.
+  double score(const EvictionEntry& entry) const { return state(entry).score; }
   // The current estimates: rate_c and rate_all in reuses per page-second (0 before any
   // exposure), tau in seconds (0 before the first victim), and p_c, the chance that a page of the
   // class is reused within tau (0 while rate_all or tau is 0).
@@ -103,6 +119,7 @@ class ReusePolicy final : public OrderedPolicy<ByScoreThenRank> {
   double reuse_chance(uint8_t cls) const;
 
  private:
+  static uint8_t class_of(const EvictionEntry& entry);
   double offset(uint8_t cls) const;
   void set_key(EvictionEntry& entry) const;
   void record(uint8_t cls, double reuses, double exposure);

@@ -7,8 +7,8 @@ namespace radixkv {
 namespace {
 
 struct RankLess {
-  bool operator()(const EvictionEntry& a, uint64_t b) const { return a.rank < b; }
-  bool operator()(uint64_t a, const EvictionEntry& b) const { return a < b.rank; }
+  bool operator()(const SieveState& a, uint64_t b) const { return a.rank < b; }
+  bool operator()(uint64_t a, const SieveState& b) const { return a < b.rank; }
 };
 
 }  // namespace
@@ -23,16 +23,16 @@ EvictionEntry* SievePolicy::victim() {
     if (++it == entries_.end()) it = entries_.begin();
   }
   hand_ = it->rank;
-  return &*it;
+  return &entry_of(*it);
 }
 
 const EvictionEntry* SievePolicy::next_victim_after(const EvictionEntry& entry) const {
-  auto it = entries_.iterator_to(entry);
+  auto it = entries_.iterator_to(state(entry));
   // victim() resumes at the first entry ranked at or after entry's rank, once entry is gone.
-  if (it != entries_.begin() && std::prev(it)->rank == entry.rank) return nullptr;
+  if (it != entries_.begin() && std::prev(it)->rank == it->rank) return nullptr;
   for (int step = 0; step < kPeekSteps; ++step) {
     if (++it == entries_.end()) return nullptr;
-    if (!it->visited) return &*it;
+    if (!it->visited) return &entry_of(*it);
   }
   return nullptr;
 }

@@ -12,6 +12,9 @@
 // (hits >= 2), linked or not, so an inner node that was used joins with its bit set. The hand is
 // kept as a rank, so removing the entry under it needs no care: the next victim() resumes at the
 // first entry at or after it. O(log n) to find the hand, O(1) amortised per cleared bit.
+//
+// State: rank (the creation time), the hits since creation (counted up to 2^32 - 1) and the
+// visited bit; a past adopted (AccessHistory) brings its creation and hits, with the bit clear.
 #pragma once
 
 #include <cstdint>
@@ -20,16 +23,34 @@
 
 namespace radixkv {
 
-class SievePolicy final : public OrderedPolicy<ByRank> {
+struct SieveState {
+  SetHook hook;
+  uint64_t rank = 0;  // creation time
+  uint32_t hits = 0;
+  bool visited = false;
+};
+
+class SievePolicy final : public OrderedPolicy<SieveState, ByRank> {
  public:
   std::string_view name() const override { return "sieve"; }
-  void add(EvictionEntry& entry) override {
-    entry.rank = entry.inserted_at;
-    link(entry);
+  void adopt(EvictionEntry& entry, const AccessHistory& past) override {
+    SieveState& s = make_state<SieveState>(entry);
+    s.rank = past.created;
+    s.hits = saturated_hits(past.hits);
   }
-  void on_access(EvictionEntry& entry, const AccessHint&) override {
-    if (entry.hits >= 2) entry.visited = true;
+  AccessHistory history(const EvictionEntry& entry) const override {
+    AccessHistory past;
+    past.created = state(entry).rank;
+    past.hits = state(entry).hits;
+    return past;
   }
+  void add(EvictionEntry& entry) override { link(state(entry)); }
+  void on_access(EvictionEntry& entry, const AccessHint& hint) override {
+    SieveState& s = state(entry);
+    if (hint.counts_as_hit && s.hits < UINT32_MAX) ++s.hits;
+    if (s.hits >= 2) s.visited = true;
+  }
+  bool visited(const EvictionEntry& entry) const { return state(entry).visited; }
   EvictionEntry* victim() override;
   // The first unvisited entry after `entry` within kPeekSteps, without clearing bits; nullptr
   // when the hand would wrap around first, or would not resume right after `entry` (an entry of

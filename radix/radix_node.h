@@ -22,6 +22,12 @@
 // a device page and lock count 0; exactly those nodes are linked into the device policy. A node is
 // host-evictable iff it is an unlocked leaf whose tail page is on the host only; exactly those are
 // linked into the host policy, through the EvictionEntry of their HostPart.
+//
+// Policy state (eviction/eviction_entry.h): each policy keeps its own state of an entry right
+// before it, in the same block, sized by the policy in use (LruPolicy: 40 bytes); the node itself
+// keeps no access facts. Where two policies need a node's past (a tree with a host tier: the host
+// policy meets a node when its first host page comes, and the write-through-selective rule counts
+// hits), the tree keeps that past (AccessHistory) in front of the device state.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +45,11 @@ using Namespace = uint64_t;
 
 class RadixNode;
 
-// The host side of a node, allocated (with its page array, in one block) when the node first gets
-// a host page, so that a tree without a host tier pays one pointer per node for it. It is the
-// entry the host policy links: its facts are the node's, its `pages` the node's host-only tail and
-// its `prefix_pages` where that tail starts.
+// The host side of a node, allocated (after the host policy's state and before its page array, in
+// one block) when the node first gets a host page, so that a tree without a host tier pays one
+// pointer per node for it. It is the entry the host policy links: the policy adopts the node's
+// past and hears of its later accesses; its `pages` are the node's host-only tail and its
+// `prefix_pages` where that tail starts.
 struct HostPart : EvictionEntry {
   RadixNode* node = nullptr;
   PageId* page_ids = nullptr;   // per edge page: its host page, or kInvalidPage
@@ -87,18 +94,18 @@ class RadixNode : public EvictionEntry {
  private:
   friend class RadixTree;
 
-  // One heap block (kv_store/heap.h) holds the node, then capacity_ page ids, then their tokens,
-  // sized by the edge the node was made for (edges only shrink; a root has none): one allocation
-  // and one free per node. Lines: evicting a leaf reads its first (the policy's hook, queue
-  // position, pages, rank: eviction_entry.h; the free writes into it) and its last, which holds
-  // everything freeing it needs (parent, host part, first-page hash, child table) and, since the
-  // node is 176 bytes, its first four page ids (in a block that starts on a line, as mimalloc's
-  // blocks of 64-byte multiples do); the tokens are not read. The counts in the middle line serve
-  // locking and the parent's side of an eviction, with the access facts.
+  // One heap block (kv_store/heap.h) holds, in this order: the node's past when the tree keeps it
+  // (see above), the device policy's state, the node, capacity_ page ids, then their tokens, sized
+  // by the edge the node was made for (edges only shrink; a root has none): one allocation and one
+  // free per node. Lines: evicting a leaf reads the policy's state (its links), the node's fields
+  // (the count in EvictionEntry::pages, then parent, host part, first-page hash and child table:
+  // what freeing it needs) and its tail page id, and the free writes into the block's first line.
+  // With LRU's 40-byte state the state and the node are 112 bytes and the first four page ids end
+  // the second line: a leaf of up to four pages is evicted from two adjacent lines, in a block that
+  // starts on a line (as mimalloc's blocks of 64-byte multiples do); the tokens are not read.
   // The edge is pages (the device prefix, EvictionEntry::pages) + host_only_ (the pages after it,
-  // on the host only), and host_only_ fills EvictionEntry's tail padding; the namespace lives in
-  // the root only, where no first-page hash is needed. A tree without a host tier never touches
-  // host_only_ or host_.
+  // on the host only); the namespace lives in the root only, where no first-page hash is needed. A
+  // tree without a host tier never touches host_only_ or host_.
   PageId* page_array() { return reinterpret_cast<PageId*>(this + 1); }
   const PageId* page_array() const { return reinterpret_cast<const PageId*>(this + 1); }
   TokenId* token_array() { return reinterpret_cast<TokenId*>(page_array() + capacity_); }
@@ -119,8 +126,8 @@ class RadixNode : public EvictionEntry {
   ChildTable children_;
 };
 
-// The first four page ids share the node's last line (see above).
-static_assert(sizeof(RadixNode) + 4 * sizeof(PageId) == 192);
+// LRU's state, the node and its first four page ids fill two lines (see above).
+static_assert(sizeof(RadixNode) == 72);
 static_assert(alignof(RadixNode) >= alignof(PageId) && sizeof(PageId) == sizeof(TokenId));
 
 }  // namespace radixkv

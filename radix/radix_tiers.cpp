@@ -28,6 +28,7 @@ void RadixTree::add_host_tier(HostTierSetup setup) {
   if (setup.pool == &pool_) bad_host_tier("the host pool must be another pool than the device's");
   if (setup.copier == nullptr) bad_host_tier("no page copier was given");
   if (!setup.policy) bad_host_tier("an eviction policy for the host is required");
+  checked_state_bytes(*setup.policy, "RadixTree::add_host_tier");
   if (!(setup.pool->layout() == pool_.layout())) {
     bad_host_tier(fmt::format(
         "the host pool's layout ({}) differs from the device pool's ({}): pages must copy whole",
@@ -71,16 +72,18 @@ bool RadixTree::host_indexes_page(PageId page) const {
 
 HostPart& RadixTree::host_part(RadixNode* node) {
   if (node->host_ != nullptr) return *node->host_;
-  // One block: the part, then its page array.
+  // One block: the host policy's state, the part, then its page array.
   // Edges only shrink: room for the pages the edge has now is room for good.
-  const size_t bytes = sizeof(HostPart) + size_t{node->num_pages()} * sizeof(PageId);
-  void* memory = heap::allocate(bytes);  // throws std::bad_alloc
+  const size_t before = host_tier_->state_bytes;
+  const size_t bytes = before + sizeof(HostPart) + size_t{node->num_pages()} * sizeof(PageId);
+  auto* memory = static_cast<std::byte*>(heap::allocate(bytes));  // throws std::bad_alloc
   ++stats_.heap_allocations;
-  auto* host = new (memory) HostPart();
+  auto* host = new (memory + before) HostPart();
   host->node = node;
-  host->page_ids =
-      static_cast<PageId*>(static_cast<void*>(static_cast<std::byte*>(memory) + sizeof(HostPart)));
+  host->page_ids = reinterpret_cast<PageId*>(memory + before + sizeof(HostPart));
   std::uninitialized_fill_n(host->page_ids, node->num_pages(), kInvalidPage);
+  // The host policy meets the node now: it takes over the node's past.
+  host_tier_->policy->adopt(*host, past(node));
   node->host_ = host;
   return *host;
 }
@@ -99,7 +102,7 @@ void RadixTree::split_tiers(RadixNode* lower, RadixNode* upper, uint32_t upper_p
     std::memmove(host->page_ids, host->page_ids + upper_pages,
                  size_t{lower->num_pages()} * sizeof(PageId));
     host->count -= upper->host_->count;
-    refresh_host_facts(lower);
+    refresh_host_charge(lower);
   }
   // Where the cut falls inside the device prefix nothing changes for the policies; where it falls
   // at or below its end, the upper part may be the device tail now.
@@ -133,7 +136,7 @@ void RadixTree::sync_device_policy(RadixNode* node) {
 void RadixTree::sync_host_policy(RadixNode* node) {
   if (node->host_ == nullptr) return;
   EvictionPolicy& policy = *host_tier_->policy;
-  refresh_host_facts(node);
+  refresh_host_charge(node);
   const bool want = host_evictable(node);
   if (want == policy.contains(*node->host_)) return;
   if (want) {
@@ -143,15 +146,9 @@ void RadixTree::sync_host_policy(RadixNode* node) {
   }
 }
 
-// The host entry sees the node's facts, charged with the node's host-only tail.
-void RadixTree::refresh_host_facts(RadixNode* node) {
+// The host entry is charged with the node's host-only tail, which starts below its device pages.
+void RadixTree::refresh_host_charge(RadixNode* node) {
   EvictionEntry& entry = *node->host_;
-  entry.last_access = node->last_access;
-  entry.inserted_at = node->inserted_at;
-  entry.hits = node->hits;
-  entry.priority = node->priority;
-  entry.output_tokens = node->output_tokens;
-  entry.last_access_s = node->last_access_s;
   entry.pages = node->host_only_;
   entry.prefix_pages = node->prefix_pages + node->pages;
 }
@@ -255,7 +252,7 @@ void RadixTree::back_up_hot_path(RadixNode* node) {
   for (RadixNode* x = node; !x->is_root(); x = x->parent_) {
     const uint32_t host_only = x->host_only_;
     const bool backed = x->host_ != nullptr && x->host_->count - host_only == x->pages;
-    if (x->hits >= hits && x->pages > 0 && !backed) back_up(x);
+    if (past(x).hits >= hits && x->pages > 0 && !backed) back_up(x);
   }
 }
 

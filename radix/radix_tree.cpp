@@ -48,6 +48,7 @@ struct RadixTree::Cursor {
 RadixTree::RadixTree(PagePool& pool, std::unique_ptr<EvictionPolicy> policy)
     : pool_(pool),
       policy_(std::move(policy)),
+      device_state_bytes_(policy_ ? checked_state_bytes(*policy_, "RadixTree") : 0),
       page_tokens_(pool.layout().page_tokens),
       first_page_(pool.first_page()),
       in_tree_(pool.capacity_pages(), false) {
@@ -111,7 +112,7 @@ RadixNode* RadixTree::root_for(Namespace ns) {
   auto [it, inserted] = roots_.try_emplace(ns, nullptr);
   if (inserted) {
     try {
-      it->second = new_node(nullptr, nullptr, nullptr, 0);
+      it->second = new_node(nullptr, nullptr, nullptr, 0, fresh_past());
       it->second->ns_ = ns;
     } catch (...) {
       roots_.erase(it);
@@ -132,17 +133,18 @@ void RadixTree::touch_path(RadixNode* node, const AccessHint& hint) {
 
 template <bool kTiered>
 void RadixTree::touch_path_in(RadixNode* node, const AccessHint& hint) {
-  const uint64_t tick = ++clock_;
+  AccessHint access = hint;
+  access.tick = ++clock_;
   for (RadixNode* x = node; x != nullptr && !x->is_root(); x = x->parent_) {
-    x->last_access = tick;
-    if (hint.counts_as_hit) ++x->hits;
-    x->priority = hint.priority;
-    x->output_tokens = hint.output_tokens;
-    x->last_access_s = hint.now;
-    policy_->on_access(*x, hint);
+    if (kTiered) {
+      AccessHistory& was = past(x);
+      if (access.counts_as_hit) ++was.hits;
+      was.last = access;
+    }
+    policy_->on_access(*x, access);
     if (kTiered && x->host_ != nullptr) {
-      refresh_host_facts(x);
-      host_tier_->policy->on_access(*x->host_, hint);
+      refresh_host_charge(x);
+      host_tier_->policy->on_access(*x->host_, access);
     }
   }
 }
@@ -260,7 +262,7 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
     end = found.partial ? split(found.partial, found.partial_pages) : found.node;
     if (!fresh.empty()) {
       leaf = new_node(end, tokens.data() + size_t{first_new} * page_tokens_, fresh.data(),
-                      static_cast<uint32_t>(fresh.size()));
+                      static_cast<uint32_t>(fresh.size()), fresh_past());
       end->children_.insert(leaf->first_page_hash_, leaf);
     }
   } catch (...) {
@@ -295,15 +297,18 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
 }
 
 RadixNode* RadixTree::new_node(RadixNode* parent, const TokenId* tokens, const PageId* pages,
-                               uint32_t num_pages) {
-  // One block: the node, then its page ids, then its tokens (radix_node.h).
+                               uint32_t num_pages, const AccessHistory& past) {
+  // One block: the node's past (where kept), the policy's state, the node, then its page ids,
+  // then its tokens (radix_node.h).
   const uint64_t num_tokens = uint64_t{num_pages} * page_tokens_;
-  void* memory = heap::allocate(sizeof(RadixNode) + uint64_t{num_pages} * sizeof(PageId) +
-                                num_tokens * sizeof(TokenId));  // throws std::bad_alloc
+  const std::size_t before = bytes_before(parent == nullptr);
+  auto* memory = static_cast<std::byte*>(
+      heap::allocate(before + sizeof(RadixNode) + uint64_t{num_pages} * sizeof(PageId) +
+                     num_tokens * sizeof(TokenId)));  // throws std::bad_alloc
   ++stats_.heap_allocations;
-  auto* node = new (memory) RadixNode();
+  auto* node = new (memory + before) RadixNode();
   node->parent_ = parent;
-  node->inserted_at = clock_;
+  if (before > device_state_bytes_) new (memory) AccessHistory(past);
   node->capacity_ = num_pages;
   if (parent != nullptr) {
     node->prefix_pages = parent->prefix_pages + parent->num_pages();
@@ -317,6 +322,7 @@ RadixNode* RadixTree::new_node(RadixNode* parent, const TokenId* tokens, const P
     node->pages = num_pages;
     node->first_page_hash_ = hash_page(node->token_array());
   }
+  policy_->adopt(*node, past);
   return node;
 }
 
@@ -328,18 +334,23 @@ void RadixTree::destroy_node(RadixNode* node) {
   }
   if (node->host_ != nullptr) {
     node->host_->~HostPart();
-    heap::release(node->host_);
+    heap::release(reinterpret_cast<std::byte*>(node->host_) - host_tier_->state_bytes);
   }
+  std::byte* block = reinterpret_cast<std::byte*>(node) - bytes_before(node);
   node->~RadixNode();
-  heap::release(node);
+  heap::release(block);
 }
 
 RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
   // The upper part becomes a new node; `node` keeps the lower part, so handles to it (locked by
   // sequences) stay valid. The new node carries node's locks, since every lock that covered node
   // covers its new parent too. Tiers: the device prefix is cut at the same place, host pages go
-  // with their page, and the upper part inherits the node's pending copies.
-  RadixNode* upper = new_node(node->parent_, node->token_array(), node->page_array(), upper_pages);
+  // with their page, and the upper part inherits the node's pending copies. The upper part
+  // continues the node's past: its creation, hits and latest access (the device policy's view of
+  // them, or the whole past where the tree keeps it).
+  const AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node);
+  RadixNode* upper =
+      new_node(node->parent_, node->token_array(), node->page_array(), upper_pages, node_past);
   if (host_tier_ && node->host_ != nullptr) {
     try {
       HostPart& host = host_part(upper);
@@ -355,12 +366,6 @@ RadixNode* RadixTree::split(RadixNode* node, uint32_t upper_pages) {
     }
   }
   upper->lock_count_ = node->lock_count_;
-  upper->last_access = node->last_access;
-  upper->inserted_at = node->inserted_at;
-  upper->hits = node->hits;
-  upper->priority = node->priority;
-  upper->output_tokens = node->output_tokens;
-  upper->last_access_s = node->last_access_s;
   node->parent_->children_.replace(node->first_page_hash_, node, upper);
 
   const uint32_t device_pages = node->pages, lower_pages = node->num_pages() - upper_pages;
@@ -481,7 +486,7 @@ uint64_t RadixTree::evict_pages(uint64_t n, std::vector<PageId>* evicted) {
   // The plain cache keeps its own loop; tiers and events take the general one.
   if (host_tier_ != nullptr || events_ != nullptr) return evict_tiered(n, evicted);
   uint64_t released = 0;
-  VictimLookahead lookahead(*policy_, pool_);
+  VictimLookahead lookahead(*policy_, pool_, device_state_bytes_);
   // The policy names the victim before every page: after a leaf loses its tail page, another leaf
   // may rank first (Belady's bound does). A policy whose victim stays first until it is gone is
   // asked once per leaf, and the leaf's pages go as one run (at page size 1, a page per token).

@@ -51,8 +51,10 @@
 // Not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -244,10 +246,31 @@ class RadixTree final {
   RadixNode* find_child(const RadixNode* node, const TokenId* page) const;
   uint64_t hash_page(const TokenId* page) const;
 
-  // A node below `parent` (a namespace root, with no edge, when parent is nullptr).
+  // A node below `parent` (a namespace root, with no edge, when parent is nullptr), whose past
+  // the device policy (and the tree, where it keeps pasts) adopts.
   RadixNode* new_node(RadixNode* parent, const TokenId* tokens, const PageId* pages,
-                      uint32_t num_pages);
+                      uint32_t num_pages, const AccessHistory& past);
+  // The past of a node made now.
+  AccessHistory fresh_past() const {
+    AccessHistory past;
+    past.created = clock_;
+    return past;
+  }
   void destroy_node(RadixNode* node);
+  // A node's block (radix_node.h): [its past, where kept][device policy state][node][arrays].
+  // Roots always have room for a past (a host tier may come after them; they never use it);
+  // other nodes have it in a tree with a host tier, which only an empty tree can get.
+  std::size_t bytes_before(bool root) const {
+    return device_state_bytes_ + (root || host_tier_ ? sizeof(AccessHistory) : 0);
+  }
+  std::size_t bytes_before(const RadixNode* node) const {
+    return bytes_before(node->parent_ == nullptr);
+  }
+  // The node's past, kept by the tree only where it has a host tier.
+  AccessHistory& past(RadixNode* node) {
+    return *std::launder(
+        reinterpret_cast<AccessHistory*>(reinterpret_cast<std::byte*>(node) - bytes_before(node)));
+  }
   RadixNode* split(RadixNode* node, uint32_t upper_pages);
   [[gnu::always_inline]] inline void touch_path(RadixNode* node, const AccessHint& hint);
   template <bool kTiered>
@@ -279,7 +302,7 @@ class RadixTree final {
   HostPart& host_part(RadixNode* node);
   void sync_device_policy(RadixNode* node);
   void sync_host_policy(RadixNode* node);
-  void refresh_host_facts(RadixNode* node);
+  void refresh_host_charge(RadixNode* node);
   void device_count_changed(RadixNode* node, uint32_t before);
   uint64_t host_room() const;
   uint64_t make_host_room(uint64_t n);
@@ -312,6 +335,7 @@ class RadixTree final {
 
   PagePool& pool_;
   std::unique_ptr<EvictionPolicy> policy_;
+  std::size_t device_state_bytes_;  // policy_->state_bytes()
   uint32_t page_tokens_;
   PageId first_page_;  // the pool's first page id (a partition's need not be 0)
   std::unordered_map<Namespace, RadixNode*> roots_;

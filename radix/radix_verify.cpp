@@ -229,9 +229,9 @@ std::string RadixTree::dump(std::size_t max_tokens) const {
           }
         }
         const bool host_evictable_node = host_tier_ && host_evictable(node);
-        out += fmt::format("{:{}}[{}{}] pages [{}] locks {} last {} hits {}{}{}\n", "", depth * 2,
+        out += fmt::format("{:{}}[{}{}] pages [{}] locks {}{}{}\n", "", depth * 2,
                            fmt::join(shown, " "), shown.size() < tokens.size() ? " ..." : "",
-                           fmt::join(pages, " "), node->lock_count_, node->last_access, node->hits,
+                           fmt::join(pages, " "), node->lock_count_,
                            device_evictable(node) ? " evictable" : "",
                            host_evictable_node ? " host-evictable" : "");
       }

@@ -3,8 +3,15 @@
 // radix/*.cpp.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <deque>
+#include <span>
+#include <stdexcept>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -12,12 +19,26 @@
 
 namespace radixkv {
 
+// The bytes a policy keeps per entry, which the tree reserves in front of each entry: a multiple
+// of 8, so that the entry and the state stay aligned (eviction/eviction_entry.h). Throws
+// std::invalid_argument, its message starting with `who`, for another size.
+inline std::size_t checked_state_bytes(const EvictionPolicy& policy, std::string_view who) {
+  const std::size_t bytes = policy.state_bytes();
+  if (bytes % 8 != 0) {
+    throw std::invalid_argument(
+        fmt::format("{}: the eviction policy '{}' keeps {} bytes per entry, not a multiple of 8",
+                    who, policy.name(), bytes));
+  }
+  return bytes;
+}
+
 struct RadixTree::HostTier {
   HostTier(PagePool& pool, PageCopier& copier, std::unique_ptr<EvictionPolicy> policy,
            uint64_t limit, WritePolicy write)
       : pool(pool),
         copier(copier),
         policy(std::move(policy)),
+        state_bytes(this->policy->state_bytes()),
         write(write),
         limit_pages(limit == 0 ? pool.capacity_pages()
                                : std::min<uint64_t>(limit, pool.capacity_pages())),
@@ -26,6 +47,7 @@ struct RadixTree::HostTier {
   PagePool& pool;
   PageCopier& copier;
   std::unique_ptr<EvictionPolicy> policy;
+  std::size_t state_bytes;  // the host policy's, in front of every HostPart (checked_state_bytes)
   WritePolicy write;
   uint64_t limit_pages;  // cached host pages the tree may hold (at most the pool)
   // Per host page, by page - pool.first_page() (a partition's first id need not be 0): through
@@ -88,33 +110,44 @@ class RadixTree::EventBuffer {
 };
 
 // The victims a plain eviction loop takes next, named ahead of time by the policy
-// (EvictionPolicy::next_victim_after), so that the memory each one touches is on its way while
+// (EvictionPolicy::next_victims_after), so that the memory each one touches is on its way while
 // the ones before it are freed. In a tree far larger than the cache every victim costs a row of
-// misses: two lines of its node's block (the first page ids are in the second), its page's
-// refcount in the pool and its slot in the parent's child table (a random slot of a large table).
-// Taken one victim at a time they add up; fetched ahead they overlap. Staged by what each fetch
-// needs, each stage far enough behind the one it reads from for a miss to have come in (a few
-// victims' time): a victim's node kDepth victims ahead, its tail page id (for a long edge) and its
-// parent's slot kArraysAt ahead, its page's refcount kRefcountAt ahead (the page id is there by
-// then). This only pays when naming the victims ahead reads none of them: LRU and FIFO keep their
-// order in an array (eviction/rank_queue_policy.h); with a policy that links its entries, naming
-// victim i + kDepth reads victim i + kDepth - 1, fetched one victim earlier, and the walk waits on
-// every miss. Only a hint: a victim the lookahead did not foresee (a parent that just became a leaf
-// and ranks first) starts it again, and nothing is decided from it. Off while fewer than kMinLeaves
-// leaves are evictable: their nodes fit in the caches, and looking ahead would only add its own
-// cost (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5;
-// bench/README.md). Every fetch helper here and below (ChildTable::prefetch, PagePool::prefetch) is
-// always inlined: g++ 12's pure-const analysis finds a function that only calls __builtin_prefetch
-// "pure", and dead-code elimination then deletes the calls to it. Which calls survived depended on
-// inlining heuristics (a two-line change to ChildTable::prefetch lost the array and slot fetches,
-// and BM_Evict at 10^6 leaves went from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages
-// shows eight prefetch instructions.
+// misses: two lines of its node's block (the policy's state and the node: radix/radix_node.h), its
+// page's refcount in the pool and its slot in the parent's child table (a random slot of a large
+// table). Taken one victim at a time they add up; fetched ahead they overlap.
+//
+// In bursts: a prefetch that misses holds up the instructions after it for part of the miss on
+// the machines radixkv is measured on (a fetch is not free to retire at once), and freeing one
+// victim takes ~500 instructions, about what the core keeps in flight, so fetches issued one per
+// victim each cost a share of a miss, one after the other. Issued kBurst at a time, from a tight
+// loop, their waits overlap (a kernel of one random line and ~250 instructions per page, no tree:
+// 70-76 ns per page with one fetch per page, 44-45 with bursts of 8; bench/README.md). So every
+// kBurst victims the look-ahead runs three stages, each on the victims that the one before it
+// reached a burst earlier, whose lines have come in since: it names the victims kNameFrom..kDepth
+// ahead and fetches their blocks; fetches the parent's child slot and the tail page id of those
+// kSlotFrom..kNameFrom ahead (read from their blocks); and the page refcounts of those
+// kRefcountFrom..kSlotFrom ahead (the page ids). This only pays when naming the victims ahead
+// reads none of them: LRU and FIFO keep their order in an array (eviction/rank_queue_policy.h);
+// with a policy that links its entries, naming a victim reads the one named before it. Only a
+// hint: a victim the look-ahead did not foresee (a parent that just became a leaf and ranks first)
+// starts it again, and nothing is decided from it. Off while fewer than kMinLeaves leaves are
+// evictable: their nodes fit in the caches, and looking ahead would only add its own cost
+// (BM_Evict with 2 MiB pages: +20% at 10^3 leaves, +9% at 10^4, -31% at 10^5; bench/README.md).
+// Every fetch helper here and below (ChildTable::prefetch, PagePool::prefetch) is always inlined:
+// g++ 12's pure-const analysis finds a function that only calls __builtin_prefetch "pure", and
+// dead-code elimination then deletes the calls to it. Which calls survived depended on inlining
+// heuristics (a two-line change to ChildTable::prefetch lost the array and slot fetches, and
+// BM_Evict at 10^6 leaves went from 6.2 to 11.5 us per 64 pages); `objdump -d` of evict_pages
+// shows the prefetch instructions of all three stages.
 class RadixTree::VictimLookahead {
  public:
   static constexpr size_t kMinLeaves = 32768;
 
-  VictimLookahead(const EvictionPolicy& policy, const PagePool& pool)
-      : policy_(policy), pool_(pool), active_(policy.size() >= kMinLeaves) {}
+  VictimLookahead(const EvictionPolicy& policy, const PagePool& pool, std::size_t state_bytes)
+      : policy_(policy),
+        pool_(pool),
+        state_bytes_(state_bytes),
+        active_(policy.size() >= kMinLeaves) {}
 
   // Called with every victim, before its page is taken.
   void on_victim(const RadixNode* victim) {
@@ -123,33 +156,46 @@ class RadixTree::VictimLookahead {
     if (count_ > 0 && ahead(0) == victim) {
       first_ = (first_ + 1) % kDepth;
       --count_;
+      slots_done_ -= slots_done_ > 0 ? 1 : 0;
+      refcounts_done_ -= refcounts_done_ > 0 ? 1 : 0;
     } else {
-      count_ = 0;
+      count_ = slots_done_ = refcounts_done_ = 0;
     }
-    for (const RadixNode* last = count_ > 0 ? ahead(count_ - 1) : victim; count_ < kDepth;) {
-      last = static_cast<const RadixNode*>(policy_.next_victim_after(*last));
-      if (last == nullptr) break;
-      fetch_node(last);
-      ahead_[(first_ + count_++) % kDepth] = last;
-    }
-    if (count_ > kArraysAt) fetch_arrays_and_slot(ahead(kArraysAt));
-    if (count_ > kRefcountAt) fetch_refcount(ahead(kRefcountAt));
+    if (count_ <= kNameFrom) burst(victim);
   }
 
  private:
-  // Distances in victims after the current one (0 is the next). Sixteen nodes ahead: deep enough
-  // for every stage to find its input in the cache at 10^6 leaves (BM_Evict, bench/README.md),
-  // and few enough lines in flight for the line fill buffers.
-  static constexpr size_t kDepth = 16;
-  static constexpr size_t kArraysAt = 7;
-  static constexpr size_t kRefcountAt = 3;
+  // Distances in victims after the current one (0 is the next), in bands of a burst each.
+  static constexpr size_t kBurst = 8;
+  static constexpr size_t kRefcountFrom = kBurst;
+  static constexpr size_t kSlotFrom = 2 * kBurst;
+  static constexpr size_t kNameFrom = 3 * kBurst;
+  static constexpr size_t kDepth = 4 * kBurst;
 
-  // The two lines of a node's block that evicting it reads (radix/radix_node.h): the first (the
-  // policy's hook, pages, rank; the free writes into it) and the last (what freeing it needs, and
-  // the first page ids).
-  [[gnu::always_inline]] static void fetch_node(const RadixNode* node) {
-    __builtin_prefetch(node, 1);
-    __builtin_prefetch(&node->parent_, 1);
+  void burst(const RadixNode* victim) {
+    for (; refcounts_done_ < std::min(count_, kSlotFrom); ++refcounts_done_) {
+      fetch_refcount(ahead(refcounts_done_));
+    }
+    for (; slots_done_ < std::min(count_, kNameFrom); ++slots_done_) {
+      fetch_arrays_and_slot(ahead(slots_done_));
+    }
+    std::array<const EvictionEntry*, kDepth> named;
+    const size_t n = policy_.next_victims_after(*(count_ > 0 ? ahead(count_ - 1) : victim),
+                                                std::span(named).first(kDepth - count_));
+    for (size_t i = 0; i < n; ++i) {
+      const auto* node = static_cast<const RadixNode*>(named[i]);
+      fetch_node(node, state_bytes_);
+      ahead_[(first_ + count_++) % kDepth] = node;
+    }
+  }
+
+  // The lines of a node's block that evicting it reads (radix/radix_node.h): from the policy's
+  // state (its links; the free writes into the block's first line) to the end of the node (what
+  // freeing it needs), followed by the first page ids. With LRU's state, in a block that starts on
+  // a line, these are the block's two lines.
+  [[gnu::always_inline]] static void fetch_node(const RadixNode* node, std::size_t state_bytes) {
+    __builtin_prefetch(reinterpret_cast<const std::byte*>(node) - state_bytes, 1);
+    __builtin_prefetch(reinterpret_cast<const std::byte*>(node + 1) - 1, 1);
   }
   // The tail page id, for a leaf of more pages than the node's last line holds, and the slot.
   [[gnu::always_inline]] static void fetch_arrays_and_slot(const RadixNode* node) {
@@ -162,6 +208,7 @@ class RadixTree::VictimLookahead {
 
   const EvictionPolicy& policy_;
   const PagePool& pool_;
+  const std::size_t state_bytes_;  // the policy's, in front of every node
   const bool active_;
   // The i-th victim after the current one.
   const RadixNode* ahead(size_t i) const { return ahead_[(first_ + i) % kDepth]; }
@@ -169,7 +216,9 @@ class RadixTree::VictimLookahead {
   const RadixNode* current_ = nullptr;
   std::array<const RadixNode*, kDepth> ahead_{};  // a ring: ahead(0) is at first_
   size_t first_ = 0;
-  size_t count_ = 0;
+  size_t count_ = 0;           // victims named
+  size_t slots_done_ = 0;      // the first this many have had their slot fetched
+  size_t refcounts_done_ = 0;  // ... and their refcount
 };
 
 }  // namespace radixkv

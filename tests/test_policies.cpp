@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <set>
@@ -213,6 +214,10 @@ TEST_CASE_TEMPLATE("next_victim_after names the coming victims exactly and chang
       REQUIRE(e != victim);
       ahead.push_back(e);
     }
+    // The same walk in one call.
+    std::array<const EvictionEntry*, 6> batch{};
+    REQUIRE(owner.policy->next_victims_after(*victim, batch) == ahead.size());
+    REQUIRE(std::equal(ahead.begin(), ahead.end(), batch.begin()));
     const size_t size = owner.policy->size();
     if (!may_not_tell) REQUIRE(ahead.size() == std::min<size_t>(6, size - 1));
     REQUIRE(owner.policy->size() == size);

@@ -144,14 +144,14 @@ TEST_CASE(
   EvictionEntry& c = o.create();  // 3
   EvictionEntry& d = o.create();  // 4
   o.touch(a);                     // 5: a second hit promotes
-  CHECK(a.segment == SlruPolicy::kProtected);
+  CHECK(slru.segment(a) == SlruPolicy::kProtected);
   // 4 linked, protected may hold 2: probation b, c, d, then protected a.
   CHECK(o.policy->victim() == &b);
   o.touch(b);  // 6
   o.touch(c);  // 7: protected a, b, c is one too many; a (LRU) goes to probation after d
   CHECK(o.policy->victim() == &d);
   CHECK(slru.protected_size() == 2);
-  CHECK(a.segment == SlruPolicy::kProbation);
+  CHECK(slru.segment(a) == SlruPolicy::kProbation);
   evict(o, d);
   // 3 linked, protected may hold 1: b is demoted behind a.
   evict(o, a);
@@ -171,17 +171,18 @@ TEST_CASE("slru: an inner node that was hit joins protected when it becomes a le
 
 TEST_CASE("sieve: hits set a bit, the hand clears bits and stops at the first unvisited entry") {
   FakeOwner o(std::make_unique<SievePolicy>());
+  auto& sieve = static_cast<SievePolicy&>(*o.policy);
   EvictionEntry& a = o.create();
   EvictionEntry& b = o.create();
   EvictionEntry& c = o.create();
   EvictionEntry& d = o.create();
   EvictionEntry& e = o.create();
-  CHECK_FALSE(a.visited);  // the insertion itself is not a hit
+  CHECK_FALSE(sieve.visited(a));  // the insertion itself is not a hit
   o.touch(a);
   o.touch(c);
   // Hand from the oldest: a visited -> cleared, b is the victim.
   evict(o, b);
-  CHECK_FALSE(a.visited);
+  CHECK_FALSE(sieve.visited(a));
   // Hand resumes after b: c visited -> cleared, d is the victim.
   evict(o, d);
   o.touch(a);
@@ -223,19 +224,20 @@ TEST_CASE("gdsf: lowest L + hits * cost first, with L rising to each victim's pr
   CHECK(gdsf.inflation() == doctest::Approx(2.0));
   o.touch(b);                     // H = 2 + 4 = 6
   EvictionEntry& d = o.create();  // H = 3
-  CHECK(b.score == doctest::Approx(6.0));
-  CHECK(d.score == doctest::Approx(3.0));
+  CHECK(gdsf.score(b) == doctest::Approx(6.0));
+  CHECK(gdsf.score(d) == doctest::Approx(3.0));
   evict(o, d);
   evict(o, b);
 }
 
 TEST_CASE("gdsf: deeper pages save more prefill and stay longer") {
   FakeOwner o(std::make_unique<GdsfPolicy>(10.0));
+  auto& gdsf = static_cast<GdsfPolicy&>(*o.policy);
   EvictionEntry& deep = o.create(kDefaultPriority, 2, 20);    // 1 + 21 / 10 = 3.1 per page
   EvictionEntry& shallow = o.create(kDefaultPriority, 2, 0);  // 1 + 1 / 10 = 1.1
   o.touch(shallow);                                           // 2 hits: 2.2 < 3.1
-  CHECK(deep.score == doctest::Approx(3.1));
-  CHECK(shallow.score == doctest::Approx(2.2));
+  CHECK(gdsf.score(deep) == doctest::Approx(3.1));
+  CHECK(gdsf.score(shallow) == doctest::Approx(2.2));
   evict(o, shallow);
   evict(o, deep);
 }

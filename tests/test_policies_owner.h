@@ -1,11 +1,12 @@
-// A stand-in for the radix tree in the policy tests: keeps EvictionEntry facts the way the tree
-// does (one clock tick per access, hits counted, priority, answer length and time of the latest
-// access, creation time), with nothing else around it, so that a policy's ordering can be worked
-// out by hand.
+// A stand-in for the radix tree in the policy tests: reserves each entry's policy state in front
+// of it and tells the policy what the tree tells it (a new entry's past: its creation on the
+// clock; one clock tick per access, with the access's priority, answer length and time), with
+// nothing else around it, so that a policy's ordering can be worked out by hand.
 #pragma once
 
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <deque>
 #include <memory>
 
@@ -13,11 +14,49 @@
 
 namespace radixkv::testing {
 
-struct FakeOwner {
-  explicit FakeOwner(std::unique_ptr<EvictionPolicy> p) : policy(std::move(p)) {}
+// An entry with room for any built-in policy's state in front of it (the largest is 56 bytes).
+struct RoomyEntry {
+  static constexpr std::size_t kRoom = 64;
+  alignas(8) std::byte room[kRoom];
+  EvictionEntry entry;
+};
+static_assert(offsetof(RoomyEntry, entry) == RoomyEntry::kRoom);
 
-  // Creates an entry as the tree's insert does: stamped with the current clock, touched once
-  // (hits = 1), then linked.
+// Entries that stay where they are made (a deque), seen as EvictionEntry.
+class RoomyEntries {
+ public:
+  class Iterator {
+   public:
+    explicit Iterator(std::deque<RoomyEntry>::iterator at) : at_(at) {}
+    EvictionEntry& operator*() const { return at_->entry; }
+    Iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    bool operator!=(const Iterator& other) const { return at_ != other.at_; }
+
+   private:
+    std::deque<RoomyEntry>::iterator at_;
+  };
+
+  EvictionEntry& emplace_back() { return entries_.emplace_back().entry; }
+  EvictionEntry& operator[](std::size_t i) { return entries_[i].entry; }
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  Iterator begin() { return Iterator(entries_.begin()); }
+  Iterator end() { return Iterator(entries_.end()); }
+
+ private:
+  std::deque<RoomyEntry> entries_;
+};
+
+struct FakeOwner {
+  explicit FakeOwner(std::unique_ptr<EvictionPolicy> p) : policy(std::move(p)) {
+    REQUIRE(policy->state_bytes() <= RoomyEntry::kRoom);
+  }
+
+  // Creates an entry as the tree's insert does: created at the current clock, touched once
+  // (its first hit), then linked.
   EvictionEntry& create(int32_t priority = kDefaultPriority, uint32_t pages = 1,
                         uint32_t prefix_pages = 0) {
     EvictionEntry& entry = create_unlinked(priority, pages, prefix_pages);
@@ -27,24 +66,22 @@ struct FakeOwner {
   EvictionEntry& create_unlinked(int32_t priority = kDefaultPriority, uint32_t pages = 1,
                                  uint32_t prefix_pages = 0) {
     EvictionEntry& entry = entries.emplace_back();
-    entry.inserted_at = clock;
     entry.pages = pages;
     entry.prefix_pages = prefix_pages;
+    AccessHistory past;
+    past.created = clock;
+    policy->adopt(entry, past);
     touch(entry, priority);
     return entry;
   }
   // One access, as touch_path does it for each node on a path.
   void touch(EvictionEntry& entry, int32_t priority = kDefaultPriority) {
-    const AccessHint hint{priority, now, output_tokens};
-    entry.last_access = ++clock;
-    ++entry.hits;
-    entry.priority = priority;
-    entry.output_tokens = hint.output_tokens;
-    entry.last_access_s = hint.now;
+    AccessHint hint{priority, now, output_tokens};
+    hint.tick = ++clock;
     policy->on_access(entry, hint);
   }
 
-  std::deque<EvictionEntry> entries;  // declared first: outlives the policy that links them
+  RoomyEntries entries;  // declared first: outlives the policy that links them
   std::unique_ptr<EvictionPolicy> policy;
   uint64_t clock = 0;
   double now = 0.0;            // seconds, passed as AccessHint::now

@@ -12,30 +12,43 @@
 #include "eviction/fifo_policy.h"
 #include "eviction/lru_policy.h"
 #include "tests/policy_models.h"
+#include "tests/test_policies_owner.h"
 
 using namespace radixkv;
 using radixkv::testing::FifoModel;
 using radixkv::testing::LruModel;
 using radixkv::testing::ModelEntry;
+using radixkv::testing::RoomyEntries;
+using radixkv::testing::RoomyEntry;
 
 namespace {
 
 // One entry as the policy sees it and as its model does, with the same facts.
 struct Twin {
-  EvictionEntry real;
+  RoomyEntry room;
+  EvictionEntry& real = room.entry;
   ModelEntry model;
 };
 
+AccessHint at_tick(uint64_t tick) {
+  AccessHint hint;
+  hint.tick = tick;
+  return hint;
+}
+
+const QueueState& queue_state(const EvictionEntry& entry) { return state_of<QueueState>(entry); }
+
 // How often each path of the policy decided a victim: the test fails if a run missed one.
 struct Coverage {
-  uint64_t from_queue = 0;    // the victim was at the front of the queue
-  uint64_t from_late = 0;     // the victim had been linked out of order
-  uint64_t ties_across = 0;   // another linked entry of the other container had the same rank
-  uint64_t looked_ahead = 0;  // victims named by next_victim_after and then checked
+  uint64_t from_queue = 0;       // the victim was at the front of the queue
+  uint64_t from_late = 0;        // the victim had been linked out of order
+  uint64_t ties_across = 0;      // another linked entry of the other container had the same rank
+  uint64_t looked_ahead = 0;     // victims named by next_victim_after and then checked
+  uint64_t batch_from_ring = 0;  // runs named in one call by a scan of the ring
 };
 
 // kKey: the fact the policy ranks by (LRU: last_access; FIFO: inserted_at).
-template <typename Policy, typename Model, uint64_t EvictionEntry::*kKey>
+template <typename Policy, typename Model, uint64_t ModelEntry::*kKey>
 class Driver {
  public:
   explicit Driver(uint64_t seed) : rng_(seed) {}
@@ -80,9 +93,11 @@ class Driver {
           if (!candidate.model.linked) t = &candidate;
         }
         if (t == nullptr) return;
-        t->real.hits = t->model.hits = 0;
+        t->model.hits = 0;
       }
-      t->real.inserted_at = t->model.inserted_at = created;
+      AccessHistory past;
+      past.created = t->model.inserted_at = created;
+      policy_.adopt(t->real, past);
       stamp(*t, ++clock_);
       policy_.add(t->real);
       model_.add(t->model);
@@ -94,7 +109,6 @@ class Driver {
     for (uint64_t k = 1 + rng_() % 4; k > 0; --k) {
       Twin& t = twins_[rng_() % twins_.size()];
       stamp(t, tick);
-      policy_.on_access(t.real, AccessHint{});
       model_.on_access(t.model, AccessHint{});
     }
   }
@@ -104,7 +118,7 @@ class Driver {
     Twin* chosen = nullptr;
     if (rng_() % 2 == 0) {
       for (Twin& t : twins_) {
-        if (!t.model.linked && (chosen == nullptr || t.real.*kKey >= chosen->real.*kKey)) {
+        if (!t.model.linked && (chosen == nullptr || t.model.*kKey >= chosen->model.*kKey)) {
           chosen = &t;
         }
       }
@@ -120,7 +134,6 @@ class Driver {
         Twin& t = twins_[rng_() % twins_.size()];
         if (!t.model.linked) continue;
         stamp(t, ++clock_);
-        policy_.on_access(t.real, AccessHint{});
         model_.on_access(t.model, AccessHint{});
         break;
       }
@@ -148,11 +161,16 @@ class Driver {
     }
     std::vector<const EvictionEntry*> ahead = {first};
     const size_t want = std::min<size_t>(1 + rng_() % 8, policy_.size());
+    // In one call (a scan of the ring while nothing is late), then entry by entry.
+    std::vector<const EvictionEntry*> batch(want - 1);
+    REQUIRE(policy_.next_victims_after(*first, batch) == want - 1);
     while (ahead.size() < want) {
       const EvictionEntry* next = policy_.next_victim_after(*ahead.back());
       REQUIRE(next != nullptr);  // every entry here is within the scan limit
       ahead.push_back(next);
     }
+    REQUIRE(std::equal(batch.begin(), batch.end(), ahead.begin() + 1));
+    coverage_.batch_from_ring += policy_.late_size() == 0 && want > 1 ? 1 : 0;
     for (const EvictionEntry* expected : ahead) {
       EvictionEntry* victim = policy_.victim();
       REQUIRE(victim == expected);
@@ -166,10 +184,11 @@ class Driver {
     coverage_.looked_ahead += ahead.size() - 1;
   }
 
+  // One access: the model's facts, and the policy's news of it (linked or not, as the tree does).
   void stamp(Twin& t, uint64_t tick) {
-    t.real.last_access = t.model.last_access = tick;
-    ++t.real.hits;
+    t.model.last_access = tick;
     ++t.model.hits;
+    policy_.on_access(t.real, at_tick(tick));
   }
   Twin& twin_of(const ModelEntry& modelled) {
     const auto it = std::find_if(twins_.begin(), twins_.end(),
@@ -178,11 +197,12 @@ class Driver {
     return *it;
   }
   void count_decision(const EvictionEntry& victim) {
-    const bool late = victim.set_hook.is_linked();
+    const bool late = queue_state(victim).hook.is_linked();
     ++(late ? coverage_.from_late : coverage_.from_queue);
     for (const Twin& t : twins_) {
-      if (&t.real != &victim && policy_.contains(t.real) && t.real.rank == victim.rank &&
-          t.real.set_hook.is_linked() != late) {
+      if (&t.real != &victim && policy_.contains(t.real) &&
+          queue_state(t.real).rank == queue_state(victim).rank &&
+          queue_state(t.real).hook.is_linked() != late) {
         ++coverage_.ties_across;
         return;
       }
@@ -199,22 +219,32 @@ class Driver {
   Coverage coverage_;
 };
 
-template <typename Policy, typename Model, uint64_t EvictionEntry::*kKey>
+template <typename Policy, typename Model, uint64_t ModelEntry::*kKey>
 void agrees_with_model(uint64_t seed) {
   Driver<Policy, Model, kKey> driver(seed);
   driver.run(20000);
   const Coverage& c = driver.coverage();
   INFO("from queue ", c.from_queue, ", from late ", c.from_late, ", ties across ", c.ties_across,
-       ", looked ahead ", c.looked_ahead);
+       ", looked ahead ", c.looked_ahead, ", batches from the ring ", c.batch_from_ring);
   CHECK(c.from_queue > 500);
   CHECK(c.from_late > 500);
   CHECK(c.ties_across > 50);
   CHECK(c.looked_ahead > 1000);
+  CHECK(c.batch_from_ring > 100);
+}
+
+// A new entry of `entries`, unlinked, whose past the policy knows: accessed last at `tick`.
+EvictionEntry& stamped(RoomyEntries& entries, LruPolicy& policy, uint64_t tick) {
+  EvictionEntry& entry = entries.emplace_back();
+  AccessHistory past;
+  past.last.tick = tick;
+  policy.adopt(entry, past);
+  return entry;
 }
 
 // Stamps `entry` with the next tick of `clock` and links it: in rank order, so into the ring.
 void link_next(LruPolicy& policy, EvictionEntry& entry, uint64_t& clock) {
-  entry.last_access = ++clock;
+  policy.on_access(entry, at_tick(++clock));
   policy.add(entry);
 }
 
@@ -222,21 +252,23 @@ void link_next(LruPolicy& policy, EvictionEntry& entry, uint64_t& clock) {
 
 TEST_CASE("lru: entries linked out of order interleave with appended ones as the model says") {
   for (uint64_t seed : {1, 2, 3})
-    agrees_with_model<LruPolicy, LruModel, &EvictionEntry::last_access>(seed);
+    agrees_with_model<LruPolicy, LruModel, &ModelEntry::last_access>(seed);
 }
 
 TEST_CASE("fifo: entries linked out of order interleave with appended ones as the model says") {
   for (uint64_t seed : {1, 2, 3})
-    agrees_with_model<FifoPolicy, FifoModel, &EvictionEntry::inserted_at>(seed);
+    agrees_with_model<FifoPolicy, FifoModel, &ModelEntry::inserted_at>(seed);
 }
 
 TEST_CASE("lru: equal stamps across the queue and the late set leave in link order") {
   // Worked by hand: a, b, c share tick 1 (one path); b is unpinned later with that old stamp after
   // d (tick 2) was appended, so b goes to the late set and ties with a and c in the queue.
-  EvictionEntry a, b, c, d, e, f, g;  // declared first: outlive the policy that links them
+  RoomyEntries entries;  // declared first: outlive the policy that links them
   LruPolicy policy;
-  for (EvictionEntry* e : {&a, &b, &c}) e->last_access = 1;
-  d.last_access = 2;
+  EvictionEntry& a = stamped(entries, policy, 1);
+  EvictionEntry& b = stamped(entries, policy, 1);
+  EvictionEntry& c = stamped(entries, policy, 1);
+  EvictionEntry& d = stamped(entries, policy, 2);
   policy.add(a);
   policy.add(c);
   policy.add(d);
@@ -254,12 +286,12 @@ TEST_CASE("lru: equal stamps across the queue and the late set leave in link ord
   CHECK(policy.victim() == nullptr);
   // A rank equal to the late set's largest goes after it, into the late set too, even when the
   // queue's back no longer ranks after it.
-  e.last_access = 5;
-  f.last_access = 3;
+  EvictionEntry& e = stamped(entries, policy, 5);
+  EvictionEntry& f = stamped(entries, policy, 3);
   policy.add(e);  // queue
   policy.add(f);  // late: older than the queue's back
   policy.remove(e);
-  g.last_access = 3;
+  EvictionEntry& g = stamped(entries, policy, 3);
   policy.add(g);  // the queue is empty, but g ties with f and came after it: late
   CHECK(policy.late_size() == 2);
   policy.add(e);  // queue again
@@ -273,27 +305,31 @@ TEST_CASE("lru: a cold front under many touches: the ring compacts and the order
   // The cold entry never moves, so every touch of the others leaves an empty slot behind it in the
   // ring: without compaction the ring would grow by one slot per touch.
   constexpr int kHot = 8;
-  EvictionEntry cold;
-  std::vector<EvictionEntry> hot(kHot);  // declared first: outlive the policy that links them
+  RoomyEntries entries;  // declared first: outlive the policy that links them
   LruPolicy policy;
+  EvictionEntry& cold = stamped(entries, policy, 0);
+  std::vector<EvictionEntry*> hot;
+  for (int i = 0; i < kHot; ++i) hot.push_back(&stamped(entries, policy, 0));
+  std::vector<uint64_t> last_access(kHot);  // of each hot entry
   uint64_t clock = 0;
   link_next(policy, cold, clock);
-  for (EvictionEntry& e : hot) link_next(policy, e, clock);
+  for (EvictionEntry* e : hot) link_next(policy, *e, clock);
+  for (int i = 0; i < kHot; ++i) last_access[i] = i + 2;
   std::mt19937_64 rng(5);
   for (int touch = 0; touch < 100000; ++touch) {
-    EvictionEntry& e = hot[rng() % kHot];
-    e.last_access = ++clock;
-    policy.on_access(e, AccessHint{});
+    const size_t i = rng() % kHot;
+    last_access[i] = ++clock;
+    policy.on_access(*hot[i], at_tick(clock));
   }
   CHECK(policy.late_size() == 0);
   CHECK(policy.ring_capacity() <= 4 * (kHot + 1));
   // The naive order: the cold entry, then the others by their last touch.
+  std::vector<size_t> by_access(kHot);
+  for (size_t i = 0; i < kHot; ++i) by_access[i] = i;
+  std::sort(by_access.begin(), by_access.end(),
+            [&](size_t a, size_t b) { return last_access[a] < last_access[b]; });
   std::vector<const EvictionEntry*> expected = {&cold};
-  for (const EvictionEntry& e : hot) expected.push_back(&e);
-  std::sort(expected.begin() + 1, expected.end(),
-            [](const EvictionEntry* a, const EvictionEntry* b) {
-              return a->last_access < b->last_access;
-            });
+  for (size_t i : by_access) expected.push_back(hot[i]);
   REQUIRE(policy.victim() == expected[0]);
   for (size_t i = 0; i + 1 < expected.size(); ++i) {
     CHECK(policy.next_victim_after(*expected[i]) == expected[i + 1]);
@@ -314,19 +350,23 @@ TEST_CASE("lru: past a long run of empty slots the look-ahead names the next vic
   // a, z, l, but from a the queue's next entry lies past more empty slots than the policy skips:
   // it may say nullptr (cannot tell cheaply), never l.
   constexpr int kGap = 300;
-  EvictionEntry a, z, y, l;
-  std::vector<EvictionEntry> gap(kGap);  // declared first: outlive the policy that links them
+  RoomyEntries entries;  // declared first: outlive the policy that links them
   LruPolicy policy;
+  EvictionEntry& a = stamped(entries, policy, 0);
+  EvictionEntry& z = stamped(entries, policy, 0);
+  EvictionEntry& y = stamped(entries, policy, 0);
+  std::vector<EvictionEntry*> gap;
+  for (int i = 0; i < kGap; ++i) gap.push_back(&stamped(entries, policy, 0));
   uint64_t clock = 0;
   link_next(policy, a, clock);
-  for (EvictionEntry& e : gap) link_next(policy, e, clock);
+  for (EvictionEntry* e : gap) link_next(policy, *e, clock);
   link_next(policy, z, clock);
-  l.last_access = ++clock;
+  EvictionEntry& l = stamped(entries, policy, ++clock);
   link_next(policy, y, clock);
   policy.add(l);
   REQUIRE(policy.late_size() == 1);
   policy.remove(y);
-  for (EvictionEntry& e : gap) policy.remove(e);
+  for (EvictionEntry* e : gap) policy.remove(*e);
   REQUIRE(policy.victim() == &a);
   const EvictionEntry* next = policy.next_victim_after(a);
   CHECK((next == nullptr || next == &z));

@@ -26,13 +26,13 @@ EvictionEntry& reuse_one_evict_one(FakeOwner& o) {
   EvictionEntry& a = o.create();
   o.output_tokens = 1000;
   EvictionEntry& b = o.create();
-  CHECK(a.score == 0.0);  // nothing is known yet: no shift
-  CHECK(b.score == 0.0);
+  CHECK(reuse(o).score(a) == 0.0);  // nothing is known yet: no shift
+  CHECK(reuse(o).score(b) == 0.0);
   o.now = 10;
   o.output_tokens = 10;
   o.touch(a);
   CHECK(reuse(o).overall_rate() == doctest::Approx(0.1));
-  CHECK(a.score == 10.0);  // no victim yet, so tau = 0 and no shift
+  CHECK(reuse(o).score(a) == 10.0);  // no victim yet, so tau = 0 and no shift
   evict(o, b);
   REQUIRE(reuse(o).tau() == 10.0);
   return a;
@@ -42,10 +42,7 @@ EvictionEntry& reuse_one_evict_one(FakeOwner& o) {
 
 TEST_CASE("reuse: the class is the answer length's bit width, then head or continuation") {
   const auto class_of = [](uint32_t output_tokens, uint32_t prefix_pages) {
-    EvictionEntry e;
-    e.output_tokens = output_tokens;
-    e.prefix_pages = prefix_pages;
-    return ReusePolicy::class_of(e);
+    return ReusePolicy::class_of(output_tokens, prefix_pages);
   };
   CHECK(class_of(0, 0) == 0);
   CHECK(class_of(1, 0) == 1);
@@ -135,8 +132,10 @@ TEST_CASE("reuse: a class rarely reused within the horizon goes first, a likely 
   EvictionEntry& long_answer = o.create();
   o.output_tokens = 10;
   EvictionEntry& short_answer = o.create();
-  CHECK(long_answer.score == doctest::Approx(12.0 + 10.0 * std::log(p_long / p_all)));    // 8.72
-  CHECK(short_answer.score == doctest::Approx(12.0 + 10.0 * std::log(p_short / p_all)));  // 14.12
+  CHECK(reuse(o).score(long_answer) ==
+        doctest::Approx(12.0 + 10.0 * std::log(p_long / p_all)));  // 8.72
+  CHECK(reuse(o).score(short_answer) ==
+        doctest::Approx(12.0 + 10.0 * std::log(p_short / p_all)));  // 14.12
   // The long-answer leaf, though newer than a (10), goes before it.
   evict(o, long_answer);
   evict(o, a);
@@ -153,8 +152,8 @@ TEST_CASE("reuse: a class moves at most limit * tau away from where LRU puts it"
   EvictionEntry& long_answer = o.create();
   o.output_tokens = 10;
   EvictionEntry& short_answer = o.create();
-  CHECK(long_answer.score == doctest::Approx(12.0 - 1.0));
-  CHECK(short_answer.score == doctest::Approx(12.0 + 1.0));
+  CHECK(reuse(o).score(long_answer) == doctest::Approx(12.0 - 1.0));
+  CHECK(reuse(o).score(short_answer) == doctest::Approx(12.0 + 1.0));
   evict(o, a);
   evict(o, long_answer);
   evict(o, short_answer);
@@ -203,10 +202,12 @@ TEST_CASE(
   o.now = 130;
   o.output_tokens = 1000;
   EvictionEntry& C = o.create();
-  CHECK(A.score == doctest::Approx(110.0 + 100.0 * std::log(chance(rate_a) / chance(all))));
-  CHECK(C.score == doctest::Approx(130.0 + 100.0 * std::log(chance(rate_c) / chance(all))));
-  CHECK(A.score == doctest::Approx(113.83).epsilon(1e-4));
-  CHECK(C.score == doctest::Approx(133.58).epsilon(1e-4));
+  CHECK(reuse(o).score(A) ==
+        doctest::Approx(110.0 + 100.0 * std::log(chance(rate_a) / chance(all))));
+  CHECK(reuse(o).score(C) ==
+        doctest::Approx(130.0 + 100.0 * std::log(chance(rate_c) / chance(all))));
+  CHECK(reuse(o).score(A) == doctest::Approx(113.83).epsilon(1e-4));
+  CHECK(reuse(o).score(C) == doctest::Approx(133.58).epsilon(1e-4));
   evict(o, a);  // keyed at 2 s and 20 s before tau was known
   evict(o, c);
   evict(o, probe);

@@ -17,6 +17,7 @@
 #include "eviction/sieve_policy.h"
 #include "eviction/slru_policy.h"
 #include "tests/cache_fixture.h"
+#include "tests/tier_fixture.h"
 
 using namespace radixkv;
 using radixkv::testing::CacheFixture;
@@ -144,6 +145,9 @@ class NoLookahead final : public EvictionPolicy {
  public:
   explicit NoLookahead(std::unique_ptr<EvictionPolicy> inner) : inner_(std::move(inner)) {}
   std::string_view name() const override { return inner_->name(); }
+  std::size_t state_bytes() const override { return inner_->state_bytes(); }
+  void adopt(EvictionEntry& e, const AccessHistory& past) override { inner_->adopt(e, past); }
+  AccessHistory history(const EvictionEntry& e) const override { return inner_->history(e); }
   void add(EvictionEntry& e) override { inner_->add(e); }
   void remove(EvictionEntry& e) override { inner_->remove(e); }
   void on_access(EvictionEntry& e, const AccessHint& hint) override { inner_->on_access(e, hint); }
@@ -223,50 +227,77 @@ TEST_CASE("through the tree, the priority of an access reaches the policy") {
 
 // What a split hands to the new upper node, which the policies read when it becomes a leaf (and
 // tests/tree_model.h assumes): the node's creation time, hits, latest priority and locks; the
-// lower part keeps the node itself (so locked handles stay valid) with its own facts.
-TEST_CASE("through the tree, a split's upper node inherits the facts of the node it came from") {
-  CacheFixture f(1, 64, "lfu");
+// lower part keeps the node itself (so locked handles stay valid) with its own past. Each policy
+// keeps its own part of a past (EvictionPolicy::history): LFU the hits and the latest tick, FIFO
+// the creation time, the priority policy the latest priority and tick.
+namespace {
+
+struct SplitPasts {
+  AccessHistory upper, lower;
+};
+
+// Caches [1 2 3 4] (tick 1, created at 0), matches it three times with priority 70 (ticks 2..4),
+// then matches [1 2] with priority 20 (tick 5), which splits it. Returns both parts' pasts as the
+// policy keeps them, just after the split; `also` runs on the fixture then (for LFU's evictions).
+template <typename Also>
+SplitPasts split_the_edge(std::string_view policy, Also&& also) {
+  CacheFixture f(1, 64, policy);
   const std::vector<TokenId> key{1, 2, 3, 4};
-  const InsertResult inserted = f.cache(key);  // tick 1, created at 0: one hit
+  const InsertResult inserted = f.cache(key);
   RadixNode* node = inserted.node;
   f.tree.lock(node);  // keeps the handle valid
-  for (int i = 0; i < 3; ++i) f.tree.match(0, key, nullptr, AccessHint{70});  // ticks 2..4
-  REQUIRE(node->hits == 4);
-  REQUIRE(node->last_access == 4);
-
+  for (int i = 0; i < 3; ++i) f.tree.match(0, key, nullptr, AccessHint{70});
   const std::vector<TokenId> head{1, 2};
-  const MatchResult m = f.tree.match(0, head, nullptr, AccessHint{20});  // tick 5: splits
+  const MatchResult m = f.tree.match(0, head, nullptr, AccessHint{20});
   RadixNode* upper = m.node;
   REQUIRE(upper != node);
   CHECK(node->parent() == upper);
   CHECK(f.tree.stats().splits == 1);
-  // The upper node: the first two pages, the node's history, and this match's touch.
+  // The upper node: the first two pages and the node's locks; the lower part the last two.
   CHECK(upper->num_pages() == 2);
   CHECK(upper->prefix_pages == 0);
-  CHECK(upper->inserted_at == 0);
-  CHECK(upper->hits == 5);
-  CHECK(upper->last_access == 5);
-  CHECK(upper->priority == 20);
   CHECK(upper->lock_count() == 1);
-  // The lower part: the last two pages, untouched by the match.
   CHECK(node->num_pages() == 2);
   CHECK(node->prefix_pages == 2);
-  CHECK(node->inserted_at == 0);
-  CHECK(node->hits == 4);
-  CHECK(node->last_access == 4);
-  CHECK(node->priority == 70);
+  const SplitPasts pasts{f.tree.policy().history(*upper), f.tree.policy().history(*node)};
+  also(f, node, head);
+  return pasts;
+}
 
-  // LFU reads the inherited hits: once the lower part is gone, the upper leaf (5 hits) outlives a
-  // newer leaf with 2.
-  f.tree.unlock(node);
-  f.tree.erase_leaf(node);
-  const std::vector<TokenId> other{9, 9};
-  f.cache(other);
-  f.tree.match(0, other);
-  CHECK(f.tree.evict_pages(2) == 2);
-  CHECK(f.tree.peek(0, head) == 2);
-  CHECK(f.tree.peek(0, other) == 0);
-  f.check();
+}  // namespace
+
+TEST_CASE("through the tree, a split's upper node inherits the past of the node it came from") {
+  // The upper node: the node's history, and this match's touch; the lower part, untouched by the
+  // match, its own.
+  const SplitPasts lfu =
+      split_the_edge("lfu", [](CacheFixture& f, RadixNode* node, const std::vector<TokenId>& head) {
+        // LFU reads the inherited hits: once the lower part is gone, the upper leaf (5 hits)
+        // outlives a newer leaf with 2.
+        f.tree.unlock(node);
+        f.tree.erase_leaf(node);
+        const std::vector<TokenId> other{9, 9};
+        f.cache(other);
+        f.tree.match(0, other);
+        CHECK(f.tree.evict_pages(2) == 2);
+        CHECK(f.tree.peek(0, head) == 2);
+        CHECK(f.tree.peek(0, other) == 0);
+        f.check();
+      });
+  CHECK(lfu.upper.hits == 5);
+  CHECK(lfu.upper.last.tick == 5);
+  CHECK(lfu.lower.hits == 4);
+  CHECK(lfu.lower.last.tick == 4);
+  const auto unlock = [](CacheFixture& f, RadixNode* node, const std::vector<TokenId>&) {
+    f.tree.unlock(node);
+  };
+  const SplitPasts fifo = split_the_edge("fifo", unlock);
+  CHECK(fifo.upper.created == 0);
+  CHECK(fifo.lower.created == 0);
+  const SplitPasts priority = split_the_edge("priority", unlock);
+  CHECK(priority.upper.last.priority == 20);
+  CHECK(priority.upper.last.tick == 5);
+  CHECK(priority.lower.last.priority == 70);
+  CHECK(priority.lower.last.tick == 4);
 }
 
 TEST_CASE("through the tree, the time and answer length of an access reach the policy") {
@@ -277,8 +308,9 @@ TEST_CASE("through the tree, the time and answer length of an access reach the p
   REQUIRE(f.pool.allocate(2, pages));
   const RadixNode* leaf = f.tree.insert(0, first, pages, AccessHint{35, 2.5, 700}).node;
   f.pool.release(pages);
-  CHECK(leaf->last_access_s == 2.5);
-  CHECK(leaf->output_tokens == 700);
+  const auto past = [&](const RadixNode* node) { return f.tree.policy().history(*node).last; };
+  CHECK(past(leaf).now == 2.5);
+  CHECK(past(leaf).output_tokens == 700);
   // A branch splits the edge: its stem (the upper half) and the new leaf carry the latest access,
   // the lower half keeps its own.
   pages.clear();
@@ -288,9 +320,67 @@ TEST_CASE("through the tree, the time and answer length of an access reach the p
   f.pool.release(pages);
   CHECK(stem->num_pages() == 1);
   CHECK(leaf->parent() == stem);
-  CHECK(stem->last_access_s == 4.0);
-  CHECK(stem->output_tokens == 9);
-  CHECK(leaf->last_access_s == 2.5);
-  CHECK(leaf->output_tokens == 700);
+  CHECK(past(stem).now == 4.0);
+  CHECK(past(stem).output_tokens == 9);
+  CHECK(past(leaf).now == 2.5);
+  CHECK(past(leaf).output_tokens == 700);
   f.check();
+}
+
+// A tree with a host tier keeps each node's past (radix/radix_node.h), because the host policy
+// meets a node only when its first host page comes: it adopts the whole past, not what the device
+// policy happens to keep of it (LRU keeps no hit count).
+TEST_CASE("through the tree, a node's host part adopts the node's whole past") {
+  testing::TierOptions o;
+  o.host_pages = 4;
+  o.device_policy = "lru";
+  o.host_policy = "lfu";
+  testing::TierFixture f(1, o);
+  const std::vector<TokenId> hot{1}, cold{2};
+  f.cache(hot);                                      // tick 1
+  for (int i = 0; i < 3; ++i) f.tree.match(0, hot);  // ticks 2..4: 4 hits
+  f.cache(cold);                                     // tick 5: 1 hit, but newer
+  REQUIRE(f.tree.evict_pages(2) == 2);               // both to the host
+  REQUIRE(f.tree.host_cached_pages() == 2);
+  f.check();
+  // The host's LFU drops the page with fewer hits, although its last access is the newer one.
+  CHECK(f.tree.evict_host_pages(1) == 1);
+  CHECK(f.tree.peek(0, hot) == 1);
+  CHECK(f.tree.peek(0, cold) == 0);
+  f.check();
+}
+
+namespace {
+
+// A policy whose per-entry state would leave the entries after it misaligned.
+class OddStatePolicy final : public EvictionPolicy {
+ public:
+  std::string_view name() const override { return "odd"; }
+  std::size_t state_bytes() const override { return 12; }
+  void add(EvictionEntry&) override {}
+  void remove(EvictionEntry&) override {}
+  void on_access(EvictionEntry&, const AccessHint&) override {}
+  EvictionEntry* victim() override { return nullptr; }
+  bool contains(const EvictionEntry&) const override { return false; }
+  std::size_t size() const override { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("a policy whose state is not a multiple of 8 bytes is refused, naming it") {
+  PagePool pool(KvLayout{1, 1, 4, 2, 1}, 8);
+  CHECK_THROWS_WITH_AS(RadixTree(pool, std::make_unique<OddStatePolicy>()),
+                       doctest::Contains("eviction policy 'odd' keeps 12 bytes per entry"),
+                       std::invalid_argument);
+  PagePool host(KvLayout{1, 1, 4, 2, 1}, 8);
+  testing::TestCopier copier;
+  RadixTree tree(pool, make_policy("lru"));
+  HostTierSetup setup;
+  setup.pool = &host;
+  setup.copier = &copier;
+  setup.policy = std::make_unique<OddStatePolicy>();
+  CHECK_THROWS_WITH_AS(tree.add_host_tier(std::move(setup)),
+                       doctest::Contains("add_host_tier: the eviction policy 'odd' keeps 12"),
+                       std::invalid_argument);
+  CHECK_FALSE(tree.has_host_tier());
 }

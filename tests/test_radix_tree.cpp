@@ -4,6 +4,7 @@
 #include <ranges>
 #include <span>
 
+#include "eviction/lfu_policy.h"
 #include "tests/cache_fixture.h"
 
 using namespace radixkv;
@@ -248,21 +249,23 @@ TEST_CASE("dump lists every node") {
 }
 
 TEST_CASE("an access that counts no hit stamps the path and leaves its hits (a chunked insert)") {
-  CacheFixture f(1);
+  // The node's hits and stamp as LFU keeps them (the tree keeps none of its own).
+  CacheFixture f(1, 256, "lfu");
+  const auto& lfu = dynamic_cast<const LfuPolicy&>(f.tree.policy());
   const std::vector<TokenId> x{1, 2, 3};
   const RadixNode* node = f.cache(x).node;
-  const uint64_t hits = node->hits;
-  const uint64_t stamp = node->last_access;
+  const uint64_t hits = lfu.history(*node).hits;
+  const uint64_t stamp = lfu.history(*node).last.tick;
   f.tree.match(0, x, nullptr, AccessHint{.counts_as_hit = false});
-  CHECK(node->hits == hits);
-  CHECK(node->last_access > stamp);
+  CHECK(lfu.history(*node).hits == hits);
+  CHECK(lfu.history(*node).last.tick > stamp);
   f.tree.match(0, x);
-  CHECK(node->hits == hits + 1);
+  CHECK(lfu.history(*node).hits == hits + 1);
   std::vector<PageId> pages;
   REQUIRE(f.pool.allocate(3, pages));
   f.tree.insert(0, x, pages, AccessHint{.counts_as_hit = false});
   f.pool.release(pages);
-  CHECK(node->hits == hits + 1);
+  CHECK(lfu.history(*node).hits == hits + 1);
   f.check();
 }
 
@@ -298,6 +301,9 @@ class CountingLru final : public EvictionPolicy {
  public:
   explicit CountingLru(bool stays) : stays_(stays), inner_(make_policy("lru")) {}
   std::string_view name() const override { return "counting-lru"; }
+  std::size_t state_bytes() const override { return inner_->state_bytes(); }
+  void adopt(EvictionEntry& e, const AccessHistory& past) override { inner_->adopt(e, past); }
+  AccessHistory history(const EvictionEntry& e) const override { return inner_->history(e); }
   void add(EvictionEntry& e) override { inner_->add(e); }
   void remove(EvictionEntry& e) override { inner_->remove(e); }
   void on_access(EvictionEntry& e, const AccessHint& h) override { inner_->on_access(e, h); }

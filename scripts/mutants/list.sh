@@ -10,10 +10,10 @@
 # ---- radix/
 mutant radix-split-hits radix/radix_tree.cpp \
   "a split does not carry the node's hit count to the new upper node" \
-  'upper->hits = node->hits;' ''
+  'const AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node);' 'AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node); node_past.hits = 0;'
 mutant radix-split-inserted-at radix/radix_tree.cpp \
   "a split gives the upper node a fresh creation time (fifo, sieve order)" \
-  'upper->inserted_at = node->inserted_at;' ''
+  'const AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node);' 'AccessHistory node_past = host_tier_ ? past(node) : policy_->history(*node); node_past.created = clock_;'
 mutant radix-split-prefix-pages radix/radix_tree.cpp \
   "a split leaves the lower node's depth (prefix_pages) where it was" \
   'node->prefix_pages += upper_pages;' ''
@@ -22,7 +22,7 @@ mutant radix-partial-page-match radix/radix_tree.cpp \
   'const uint32_t same_pages = same / page_tokens_;' 'const uint32_t same_pages = (same + page_tokens_ - 1) / page_tokens_;'
 mutant radix-touch-priority radix/radix_tree.cpp \
   "an access does not record its priority on the path" \
-  'x->priority = hint.priority;' ''
+  'AccessHint access = hint;' 'AccessHint access{kDefaultPriority, hint.now, hint.output_tokens, hint.request_class};'
 mutant radix-lock-keeps-linked radix/radix_tree.cpp \
   "locking a node leaves it linked in the policy (evictable while pinned)" \
   'if (x->lock_count_++ == 0) {' 'if (x->lock_count_++ == 0 && false) {'
@@ -38,17 +38,17 @@ mutant radix-evict-one-short radix/radix_tree.cpp \
 mutant radix-evict-run-overshoots radix/radix_tree.cpp \
   "a run of pages from one victim takes the whole leaf, past the pages asked for" \
   'runs ? static_cast<uint32_t>(std::min<uint64_t>(leaf->pages, n - released)) : 1;' 'runs ? leaf->pages : 1;'
-mutant radix-chunked-counts-hits radix/radix_tree.cpp \
-  "an access that counts no hit (a chunked insert) counts one all the same" \
-  'if (hint.counts_as_hit) ++x->hits;' '++x->hits;'
 mutant radix-child-erase-shift radix/child_table.cpp \
   "backward-shift deletion also moves an entry whose home lies right after the hole" \
   'const bool home_after_hole = ((i - home) & mask) < ((i - hole) & mask);' 'const bool home_after_hole = ((i - home) & mask) <= ((i - hole) & mask);'
 
 # ---- radix/: the host tier and the page hashes
-mutant tier-host-stale-access radix/radix_tiers.cpp \
+mutant tier-host-stale-access radix/radix_tree.cpp \
   "the host policy never sees a node's later accesses (host eviction by a stale recency)" \
-  'entry.last_access = node->last_access;' ''
+  'host_tier_->policy->on_access(*x->host_, access);' ''
+mutant tier-host-adopts-device-view radix/radix_tiers.cpp \
+  "a node's host part adopts the device policy's state of the node (what LRU keeps: no hits), not the past the tree keeps" \
+  'host_tier_->policy->adopt(*host, past(node));' 'host_tier_->policy->adopt(*host, policy_->history(*node));'
 mutant tier-writeback-drops-newest radix/radix_tiers.cpp \
   "short of host room, write-back drops the newest victims and keeps the oldest on the host" \
   'if (!on_host && to_drop == 0 && used < fresh.size()) {' 'if (!on_host && used < fresh.size()) {'
@@ -67,29 +67,36 @@ mutant tier-observer-replaced radix/radix_events.cpp \
 
 # ---- eviction/: every policy, the budget and the allocator
 mutant lru-add-insertion-order eviction/lru_policy.h \
-  "lru ranks a newly linked leaf by its creation instead of its last access" \
-  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+  "lru ranks an adopted entry (a host part, a split's upper half) by its creation instead of its last access" \
+  'make_state<QueueState>(entry).rank = past.last.tick;' 'make_state<QueueState>(entry).rank = past.created;'
+mutant lru-unlinked-access-lost eviction/lru_policy.h \
+  "lru ignores an access to an unlinked entry (a pinned leaf or an inner node keeps its old stamp)" \
+  '      s.rank = hint.tick;
+      return;' '      return;'
 mutant lfu-ties-insertion eviction/lfu_policy.cpp \
   "lfu breaks ties between equal hit counts by insertion order instead of recency" \
-  'entry.rank = entry.last_access;' 'entry.rank = entry.inserted_at;'
+  's.rank = hint.tick;' ''
+mutant lfu-chunked-counts-hits eviction/lfu_policy.cpp \
+  "an access that counts no hit (a chunked insert) counts one all the same" \
+  'if (hint.counts_as_hit) ++s.hits;' '++s.hits;'
 mutant lfu-access-not-rekeyed eviction/lfu_policy.cpp \
   "lfu does not re-key a linked leaf that is hit" \
-  'if (contains(entry)) relink(entry, key);' '(void)entry;'
+  'relink(s, count);' 'return;'
 mutant mru-access-no-relink eviction/newest_first_policies.h \
   "mru keeps an entry where its old access put it when it is accessed again" \
-  'if (contains(entry)) relink(entry, [](EvictionEntry& e) { e.rank = e.last_access; });' ''
+  'relink(s, [&](NewestFirstState& x) { x.rank = hint.tick; });' ''
 mutant filo-rank-last-access eviction/newest_first_policies.h \
   "filo orders by last access (an mru) instead of creation" \
-  'entry.rank = entry.inserted_at;' 'entry.rank = entry.last_access;'
+  'void on_access(EvictionEntry&, const AccessHint&) override {}' 'void on_access(EvictionEntry& entry, const AccessHint& hint) override { NewestFirstState& s = state(entry); if (s.hook.is_linked()) { relink(s, [&](NewestFirstState& x) { x.rank = hint.tick; }); } else { s.rank = hint.tick; } }'
 mutant fifo-rank-last-access eviction/fifo_policy.h \
   "fifo orders by last access (an lru) instead of creation" \
-  'entry.rank = entry.inserted_at;' 'entry.rank = entry.last_access;'
+  'void on_access(EvictionEntry&, const AccessHint&) override {}' 'void on_access(EvictionEntry& entry, const AccessHint& hint) override { QueueState& s = state(entry); const bool was = linked(s); if (was) remove(entry); s.rank = hint.tick; if (was) link(s); }'
 mutant slru-demote-old-stamp eviction/slru_policy.cpp \
   "slru demotion keeps the entry's old stamp instead of giving it the demotion time" \
-  'e.rank = newest_tick_;' ''
+  's.rank = newest_tick_;' ''
 mutant slru-promote-third-hit eviction/slru_policy.cpp \
   "slru promotes to protected only on the third access" \
-  'entry.hits >= 2 ? kProtected' 'entry.hits >= 3 ? kProtected'
+  's.hits >= 2 ? kProtected' 's.hits >= 3 ? kProtected'
 mutant slru-no-demotion eviction/slru_policy.cpp \
   "slru never demotes the protected excess" \
   '  demote_excess();' ''
@@ -98,16 +105,16 @@ mutant sieve-hand-restarts eviction/sieve_policy.cpp \
   'hand_ = it->rank;' 'hand_ = 0;'
 mutant sieve-new-visited eviction/sieve_policy.h \
   "sieve marks an entry visited on its creation, not only on a later hit" \
-  'if (entry.hits >= 2) entry.visited = true;' 'if (entry.hits >= 1) entry.visited = true;'
+  'if (s.hits >= 2) s.visited = true;' 'if (s.hits >= 1) s.visited = true;'
 mutant priority-never-expires eviction/priority_policy.cpp \
   "priorities never fall back to 35 after the retention" \
   '  demote_expired();' ''
 mutant priority-highest-first eviction/priority_policy.cpp \
   "the highest priority is evicted first instead of the lowest" \
-  'return static_cast<uint8_t>(std::clamp(entry.priority, kMinPriority, kMaxPriority));' 'return static_cast<uint8_t>(kMaxPriority - std::clamp(entry.priority, kMinPriority, kMaxPriority));'
+  'return static_cast<uint8_t>(std::clamp(priority, kMinPriority, kMaxPriority));' 'return static_cast<uint8_t>(kMaxPriority - std::clamp(priority, kMinPriority, kMaxPriority));'
 mutant gdsf-no-inflation eviction/gdsf_policy.cpp \
   "gdsf's inflation L never rises, so old entries never age out" \
-  'if (entry != nullptr) inflation_ = std::max(inflation_, entry->score);' ''
+  'if (entry != nullptr) inflation_ = std::max(inflation_, state(*entry).score);' ''
 mutant gdsf-cost-ignores-depth eviction/gdsf_policy.cpp \
   "gdsf prices a page without the attention over the prefix above it" \
   'static_cast<double>(entry.prefix_pages) + entry.pages / 2.0;' 'entry.pages / 2.0;'
@@ -119,7 +126,7 @@ mutant reuse-ranks-by-rate eviction/reuse_policy.cpp \
   'return -std::expm1(-rate(cls) * tau());' 'return rate(cls) * tau();'
 mutant reuse-same-instant-counted eviction/reuse_policy.cpp \
   "reuse counts a second access at the same instant (match, then insert) as a reuse" \
-  'if (entry.visited && entry.last_access_s > entry.stamp) {' 'if (entry.visited && entry.last_access_s >= entry.stamp) {'
+  'if (s.visited && hint.now > s.last_s) {' 'if (s.visited && hint.now >= s.last_s) {'
 mutant budget-low-is-high eviction/cache_budget.cpp \
   "the watermark evicts down to high instead of low" \
   'low_pages_ = std::min(high_pages_, low_pages);' 'low_pages_ = high_pages_;'
@@ -294,7 +301,7 @@ mutant belady-head-page tools/replay/belady_policy.cpp \
   'entry.prefix_pages + entry.pages - 1);' 'entry.prefix_pages);'
 mutant belady-no-revalidation tools/replay/belady_policy.cpp \
   "belady trusts a victim's key after its tail was truncated" \
-  'if (next == first.rank) return &first;' 'return &first;'
+  'if (next == first.rank) return &entry_of(first);' 'return &entry_of(first);'
 mutant belady-ignores-namespace tools/replay/belady_policy.cpp \
   "belady's page identity ignores the namespace" \
   'splitmix64(trace.requests[r].ns ^ 0x6265' 'splitmix64(0 ^ 0x6265'
@@ -381,6 +388,13 @@ mutant rank-queue-gap-names-late eviction/rank_queue_policy.cpp \
   "past more empty ring slots than it skips, the look-ahead names an entry of the late set instead of nobody" \
   'queued_at = queued_after(position);
     if (queued_at == kGaveUp) return nullptr;' 'queued_at = queued_after(position);'
+mutant rank-queue-batch-ignores-late eviction/rank_queue_policy.cpp \
+  "the look-ahead's scan of the ring names the queued entries ahead even when entries linked out of order come between" \
+  '  if (!late_.empty()) return EvictionPolicy::next_victims_after(entry, out);
+' ''
+mutant policy-lookahead-batch-restarts eviction/eviction_policy.h \
+  "the default look-ahead of k victims asks for the one after its starting entry each time, naming the same victim k times" \
+  'e = next_victim_after(*e);' 'e = next_victim_after(entry);'
 mutant rank-queue-no-compaction eviction/rank_queue_policy.cpp \
   "a full ring with half its slots empty grows instead of compacting" \
   'if (queued_ * 2 <= ring_.size() && !ring_.empty()) {' 'if (false) {'

@@ -63,25 +63,26 @@ uint32_t NextUseIndex::next_use(uint32_t request, uint32_t position) const {
 
 uint32_t BeladyPolicy::next_use(const EvictionEntry& entry) const {
   if (entry.pages == 0) throw std::logic_error("BeladyPolicy: an entry without pages was offered");
-  return index_->next_use(static_cast<uint32_t>(entry.score), entry.prefix_pages + entry.pages - 1);
+  return index_->next_use(state(entry).toucher, entry.prefix_pages + entry.pages - 1);
 }
 
 void BeladyPolicy::add(EvictionEntry& entry) {
-  entry.rank = next_use(entry);
-  link(entry);
+  state(entry).rank = next_use(entry);
+  link(state(entry));
 }
 
 void BeladyPolicy::on_access(EvictionEntry& entry, const AccessHint&) {
-  entry.score = current_;
-  if (contains(entry)) relink(entry, [&](EvictionEntry& e) { e.rank = next_use(e); });
+  BeladyState& s = state(entry);
+  s.toucher = current_;
+  if (s.hook.is_linked()) relink(s, [&](BeladyState& x) { x.rank = next_use(entry_of(x)); });
 }
 
 EvictionEntry* BeladyPolicy::victim() {
   while (!entries_.empty()) {
-    EvictionEntry& first = *entries_.begin();
-    const uint32_t next = next_use(first);
-    if (next == first.rank) return &first;
-    relink(first, [&](EvictionEntry& e) { e.rank = next; });
+    BeladyState& first = *entries_.begin();
+    const uint32_t next = next_use(entry_of(first));
+    if (next == first.rank) return &entry_of(first);
+    relink(first, [&](BeladyState& s) { s.rank = next; });
   }
   return nullptr;
 }

@@ -12,14 +12,14 @@
 // pages it stores the next request after r whose prompt has the same identity at p (kNever if
 // none). Built once from the trace: O(total pages log total pages) time, 4 bytes per page.
 //
-// The policy keeps, per entry, the last request that touched it (`score`, a request index held
-// exactly in a double): that request's prompt runs through the entry's whole edge, so the entry's
-// tail page is (request, prefix_pages + pages - 1), and any later use of one of its pages would
-// have touched it again. So the next use of the tail after the current request is exactly
-// next_use(toucher, tail): O(1). Key: rank = that next use, the largest first. Tail truncation by
-// the tree moves the tail up, which can only bring the next use earlier, so a key is exact or too
-// large: victim() re-validates lazily (recompute the first; if it moved, re-link and look again),
-// each re-link paid for by a truncation. O(log n) per operation.
+// The policy keeps, per entry, the last request that touched it (`toucher`): that request's prompt
+// runs through the entry's whole edge, so the entry's tail page is (request, prefix_pages + pages -
+// 1), and any later use of one of its pages would have touched it again. So the next use of the
+// tail after the current request is exactly next_use(toucher, tail): O(1). Key: rank = that next
+// use, the largest first. Tail truncation by the tree moves the tail up, which can only bring the
+// next use earlier, so a key is exact or too large: victim() re-validates lazily (recompute the
+// first; if it moved, re-link and look again), each re-link paid for by a truncation. O(log n) per
+// operation.
 #pragma once
 
 #include <cstdint>
@@ -52,15 +52,25 @@ class NextUseIndex {
   std::vector<uint32_t> next_;
 };
 
-// Orders by next use, farthest first; ties keep arrival order.
-struct ByNextUseFarthest {
-  bool operator()(const EvictionEntry& a, const EvictionEntry& b) const { return a.rank > b.rank; }
+struct BeladyState {
+  SetHook hook;
+  uint64_t rank = 0;     // key: the next use of the tail page, as of the last link
+  uint32_t toucher = 0;  // the last request that touched the entry
 };
 
-class BeladyPolicy final : public OrderedPolicy<ByNextUseFarthest> {
+// Orders by next use, farthest first; ties keep arrival order.
+struct ByNextUseFarthest {
+  bool operator()(const BeladyState& a, const BeladyState& b) const { return a.rank > b.rank; }
+};
+
+class BeladyPolicy final : public OrderedPolicy<BeladyState, ByNextUseFarthest> {
  public:
   explicit BeladyPolicy(std::shared_ptr<const NextUseIndex> index) : index_(std::move(index)) {}
   std::string_view name() const override { return kBeladyPolicyName; }
+  // A past holds no request index: the entry counts as touched by request 0 until its next access.
+  void adopt(EvictionEntry& entry, const AccessHistory&) override {
+    make_state<BeladyState>(entry);
+  }
   // The replay is about to run request `index` (trace order, from 0).
   void begin_request(uint32_t index) { current_ = index; }
   void add(EvictionEntry& entry) override;
