@@ -8,11 +8,24 @@
 namespace radixkv::disk {
 
 DiskIndex::DiskIndex(uint32_t slots, std::unique_ptr<EvictionPolicy> policy)
-    : slots_(slots), policy_(std::move(policy)) {
+    : cells_(slots), policy_(std::move(policy)) {
   if (slots == 0) throw std::invalid_argument("disk index: no slots");
   if (!policy_) throw std::invalid_argument("disk index: no eviction policy");
+  if (policy_->state_bytes() > SlotCell::kStateRoom || policy_->state_bytes() % 8 != 0) {
+    throw std::invalid_argument(fmt::format(
+        "disk index: the eviction policy '{}' keeps {} bytes per entry; a disk slot has room for "
+        "a multiple of 8 up to {}",
+        policy_->name(), policy_->state_bytes(), SlotCell::kStateRoom));
+  }
   free_.reserve(slots);
   for (SlotId id = slots; id-- > 0;) free_.push_back(id);  // slot 0 is taken first
+}
+
+SlotId DiskIndex::id_of(const EvictionEntry& entry) const {
+  const auto* slot = static_cast<const Slot*>(&entry);
+  const auto offset = reinterpret_cast<const std::byte*>(slot) -
+                      reinterpret_cast<const std::byte*>(&cells_.front().slot);
+  return static_cast<SlotId>(offset / static_cast<std::ptrdiff_t>(sizeof(SlotCell)));
 }
 
 SlotId DiskIndex::find(const PageHash& hash) const {
@@ -26,12 +39,12 @@ SlotId DiskIndex::first_child(const PageHash& hash) const {
 }
 
 bool DiskIndex::evictable(SlotId id) const {
-  const Slot& s = slots_[id];
+  const Slot& s = at(id);
   return s.state == State::kStored && id != keep_ && !children_.contains(s.hash);
 }
 
 void DiskIndex::sync_policy(SlotId id) {
-  Slot& s = slots_[id];
+  Slot& s = at(id);
   const bool linked = policy_->contains(s);
   if (evictable(id) && !linked) {
     policy_->add(s);
@@ -41,12 +54,12 @@ void DiskIndex::sync_policy(SlotId id) {
 }
 
 void DiskIndex::link_child(SlotId id) {
-  Slot& s = slots_[id];
+  Slot& s = at(id);
   auto [it, inserted] = children_.try_emplace(s.parent, id);
   s.prev_sibling = kNoSlot;
   s.next_sibling = inserted ? kNoSlot : it->second;
   if (!inserted) {
-    slots_[it->second].prev_sibling = id;
+    at(it->second).prev_sibling = id;
     it->second = id;
   }
   if (inserted) {
@@ -56,10 +69,10 @@ void DiskIndex::link_child(SlotId id) {
 }
 
 void DiskIndex::unlink_child(SlotId id) {
-  Slot& s = slots_[id];
-  if (s.next_sibling != kNoSlot) slots_[s.next_sibling].prev_sibling = s.prev_sibling;
+  Slot& s = at(id);
+  if (s.next_sibling != kNoSlot) at(s.next_sibling).prev_sibling = s.prev_sibling;
   if (s.prev_sibling != kNoSlot) {
-    slots_[s.prev_sibling].next_sibling = s.next_sibling;
+    at(s.prev_sibling).next_sibling = s.next_sibling;
   } else if (s.next_sibling != kNoSlot) {
     children_[s.parent] = s.next_sibling;
   } else {
@@ -71,7 +84,7 @@ void DiskIndex::unlink_child(SlotId id) {
 }
 
 void DiskIndex::add(SlotId id, const SlotHeader& header, bool stored) {
-  Slot& s = slots_[id];
+  Slot& s = at(id);
   if (s.state != State::kFree || map_.contains(header.hash)) {
     throw std::logic_error(fmt::format("disk index: add into slot {} (state {}) of a page {}", id,
                                        static_cast<int>(s.state),
@@ -83,8 +96,9 @@ void DiskIndex::add(SlotId id, const SlotHeader& header, bool stored) {
   s.first = header.first;
   s.state = stored ? State::kStored : State::kWriting;
   s.pages = 1;
-  s.hits = 0;
-  s.inserted_at = s.last_access = ++clock_;
+  AccessHistory past;  // new: made now, its one access the write
+  past.created = past.last.tick = ++clock_;
+  policy_->adopt(s, past);
   map_.emplace(s.hash, id);
   link_child(id);
   sync_policy(id);
@@ -102,7 +116,7 @@ SlotId DiskIndex::take(SlotId keep) {
     }
     EvictionEntry* victim = policy_->victim();
     if (victim == nullptr) break;
-    const auto id = static_cast<SlotId>(static_cast<Slot*>(victim) - slots_.data());
+    const SlotId id = id_of(*victim);
     unindex(id);
     free_slot(id);
     ++removed_.evicted;
@@ -113,7 +127,7 @@ SlotId DiskIndex::take(SlotId keep) {
 }
 
 bool DiskIndex::write_done(SlotId id) {
-  Slot& s = slots_[id];
+  Slot& s = at(id);
   if (s.state == State::kReleasing) {
     free_slot(id);
     return true;
@@ -128,19 +142,19 @@ bool DiskIndex::write_done(SlotId id) {
 }
 
 void DiskIndex::unindex(SlotId id) {
-  Slot& s = slots_[id];
+  Slot& s = at(id);
   if (policy_->contains(s)) policy_->remove(s);
   map_.erase(s.hash);
   unlink_child(id);
 }
 
 void DiskIndex::free_slot(SlotId id) {
-  slots_[id].state = State::kFree;
+  at(id).state = State::kFree;
   free_.push_back(id);
 }
 
 void DiskIndex::remove(SlotId id) {
-  Slot& s = slots_[id];
+  Slot& s = at(id);
   if (s.state != State::kWriting && s.state != State::kStored) {
     throw std::logic_error(fmt::format("disk index: remove of slot {}, which holds no page", id));
   }
@@ -153,10 +167,10 @@ void DiskIndex::remove(SlotId id) {
 }
 
 void DiskIndex::touch(SlotId id) {
-  Slot& s = slots_[id];
-  s.last_access = ++clock_;
-  ++s.hits;
-  policy_->on_access(s, AccessHint{});
+  Slot& s = at(id);
+  AccessHint hint;
+  hint.tick = ++clock_;
+  policy_->on_access(s, hint);
 }
 
 uint64_t DiskIndex::reclaim_below(const PageHash& hash) {
@@ -168,11 +182,11 @@ uint64_t DiskIndex::reclaim_below(const PageHash& hash) {
     const PageHash parent = stack.back();
     stack.pop_back();
     children.clear();
-    for (SlotId c = first_child(parent); c != kNoSlot; c = slots_[c].next_sibling) {
+    for (SlotId c = first_child(parent); c != kNoSlot; c = at(c).next_sibling) {
       children.push_back(c);
     }
     for (const SlotId c : children) {
-      stack.push_back(slots_[c].hash);
+      stack.push_back(at(c).hash);
       remove(c);
       ++count;
     }
@@ -182,16 +196,16 @@ uint64_t DiskIndex::reclaim_below(const PageHash& hash) {
 }
 
 uint64_t DiskIndex::reclaim_unanchored() {
-  std::vector<bool> reached(slots_.size(), false);
+  std::vector<bool> reached(cells_.size(), false);
   std::vector<SlotId> stack;
   for (const auto& [hash, id] : map_) {
-    if (slots_[id].first) stack.push_back(id);
+    if (at(id).first) stack.push_back(id);
   }
   while (!stack.empty()) {
     const SlotId id = stack.back();
     stack.pop_back();
     reached[id] = true;
-    for (SlotId c = first_child(slots_[id].hash); c != kNoSlot; c = slots_[c].next_sibling) {
+    for (SlotId c = first_child(at(id).hash); c != kNoSlot; c = at(c).next_sibling) {
       stack.push_back(c);
     }
   }
@@ -214,12 +228,12 @@ uint64_t DiskIndex::restore(std::vector<Found> found) {
     const SlotId older = find(f.header.hash);
     if (older != kNoSlot) {
       unindex(older);
-      slots_[older].state = State::kFree;
+      at(older).state = State::kFree;
     }
     add(f.id, f.header, true);
   }
-  for (SlotId id = static_cast<SlotId>(slots_.size()); id-- > 0;) {
-    if (slots_[id].state == State::kFree) free_.push_back(id);
+  for (SlotId id = static_cast<SlotId>(cells_.size()); id-- > 0;) {
+    if (at(id).state == State::kFree) free_.push_back(id);
   }
   removed_ = {};
   reclaim_unanchored();
@@ -230,15 +244,15 @@ void DiskIndex::verify(const std::function<bool(const PageHash&)>& in_trie) cons
   const auto fail = [](const std::string& what) { throw std::logic_error("disk index: " + what); };
   uint64_t indexed = 0;
   uint64_t evictable_count = 0;
-  std::vector<bool> listed_free(slots_.size(), false);
+  std::vector<bool> listed_free(cells_.size(), false);
   for (const SlotId id : free_) {
-    if (id >= slots_.size() || listed_free[id] || slots_[id].state != State::kFree) {
+    if (id >= cells_.size() || listed_free[id] || at(id).state != State::kFree) {
       fail(fmt::format("free list holds slot {} twice or in use", id));
     }
     listed_free[id] = true;
   }
-  for (SlotId id = 0; id < slots_.size(); ++id) {
-    const Slot& s = slots_[id];
+  for (SlotId id = 0; id < cells_.size(); ++id) {
+    const Slot& s = at(id);
     if (s.state == State::kFree && !listed_free[id]) fail(fmt::format("slot {} lost", id));
     const bool holds = s.state == State::kWriting || s.state == State::kStored;
     if (holds) {
@@ -259,8 +273,8 @@ void DiskIndex::verify(const std::function<bool(const PageHash&)>& in_trie) cons
   uint64_t linked = 0;
   for (const auto& [parent, head] : children_) {
     SlotId prev = kNoSlot;
-    for (SlotId c = head; c != kNoSlot; c = slots_[c].next_sibling) {
-      const Slot& s = slots_[c];
+    for (SlotId c = head; c != kNoSlot; c = at(c).next_sibling) {
+      const Slot& s = at(c);
       if (s.parent != parent || s.prev_sibling != prev || find(s.hash) != c) {
         fail(fmt::format("children list of a parent broken at slot {}", c));
       }

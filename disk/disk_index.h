@@ -23,6 +23,7 @@
 // verify() checks all of this. Not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -63,10 +64,10 @@ class DiskIndex {
   DiskIndex(const DiskIndex&) = delete;
   DiskIndex& operator=(const DiskIndex&) = delete;
 
-  uint32_t slots() const { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t slots() const { return static_cast<uint32_t>(cells_.size()); }
   uint64_t pages() const { return map_.size(); }  // indexed: writing or stored
   uint32_t free_slots() const { return static_cast<uint32_t>(free_.size()); }
-  const Slot& slot(SlotId id) const { return slots_[id]; }
+  const Slot& slot(SlotId id) const { return cells_[id].slot; }
   // The slot holding `hash` (writing or stored), or kNoSlot.
   SlotId find(const PageHash& hash) const;
   const Removed& removed() const { return removed_; }
@@ -117,7 +118,19 @@ class DiskIndex {
   void free_slot(SlotId id);
   SlotId first_child(const PageHash& hash) const;
 
-  std::vector<Slot> slots_;  // never resized: the policy links their entries
+  // A slot with room right in front of it for the policy's state of it, as the eviction policies
+  // require (eviction/eviction_entry.h: [state][entry]); every built-in policy's fits (the
+  // largest, reuse, keeps 56 bytes), and the constructor refuses a policy that needs more.
+  struct SlotCell {
+    static constexpr std::size_t kStateRoom = 64;
+    alignas(8) std::byte state[kStateRoom];
+    Slot slot;
+  };
+  Slot& at(SlotId id) { return cells_[id].slot; }
+  const Slot& at(SlotId id) const { return cells_[id].slot; }
+  SlotId id_of(const EvictionEntry& entry) const;
+
+  std::vector<SlotCell> cells_;  // never resized: the policy links their entries
   std::unique_ptr<EvictionPolicy> policy_;
   std::unordered_map<PageHash, SlotId, PageHashKey> map_;
   std::unordered_map<PageHash, SlotId, PageHashKey> children_;  // parent hash -> first child
