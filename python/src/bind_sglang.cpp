@@ -252,13 +252,14 @@ void bind_sglang(py::module_& m) {
           "node_facts",
           [](BoundTrie& self, const NodeRef& node) {
             const RadixNode& x = self.read().facts(node);
+            const AccessHistory past = self.read().history(node);
             py::dict out;
             out["lock_ref"] = x.lock_count();
-            out["hit_count"] = x.hits;
-            out["last_access_time"] = x.last_access_s;
-            out["last_access_tick"] = x.last_access;
-            out["creation_tick"] = x.inserted_at;
-            out["priority"] = x.priority - kDefaultPriority;  // SGLang's scale (hint_of)
+            out["hit_count"] = past.hits;
+            out["last_access_time"] = past.last.now;
+            out["last_access_tick"] = past.last.tick;
+            out["creation_tick"] = past.created;
+            out["priority"] = past.last.priority - kDefaultPriority;  // SGLang's scale (hint_of)
             out["pages"] = x.num_pages();
             out["device_pages"] = x.device_pages();
             out["host_pages"] = x.host_pages();

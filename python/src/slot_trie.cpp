@@ -498,6 +498,10 @@ std::vector<std::shared_ptr<NodeRef>> SlotTrie::root_children(Namespace ns) {
 
 const RadixNode& SlotTrie::facts(const NodeRef& node) const { return *check_handle(node, "facts"); }
 
+AccessHistory SlotTrie::history(const NodeRef& node) const {
+  return tree().policy().history(*check_handle(node, "history"));
+}
+
 std::vector<int64_t> SlotTrie::device_slots(const NodeRef& node) const {
   const RadixNode* x = check_handle(node, "value");
   std::vector<int64_t> out(std::size_t{x->device_pages()} * config_.page_size);

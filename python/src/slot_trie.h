@@ -167,7 +167,10 @@ class SlotTrie {
   std::shared_ptr<NodeRef> parent(const NodeRef& node);
   std::vector<std::shared_ptr<NodeRef>> children(const NodeRef& node);
   std::vector<std::shared_ptr<NodeRef>> root_children(Namespace ns);  // none for an unused one
-  const RadixNode& facts(const NodeRef& node) const;  // pages, locks, hits, access stamps
+  const RadixNode& facts(const NodeRef& node) const;                  // pages, locks
+  // The node's past as the device policy keeps it (eviction/eviction_policy.h: the fields a policy
+  // does not keep read as their defaults; LRU keeps no hit count, LFU does).
+  AccessHistory history(const NodeRef& node) const;
   std::vector<int64_t> device_slots(const NodeRef& node) const;
   std::optional<std::vector<int64_t>> host_slots(const NodeRef& node) const;  // all pages' or none
   std::vector<PageHash> page_hashes(const NodeRef& node) const;
