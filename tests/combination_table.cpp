@@ -112,6 +112,8 @@ CombinationTable combination_table() {
       {"kv events",
        FeatureKind::kObserver,
        {both_modes("off", {}), kv_events("map"), kv_events("array")}},
+      // The live miss-ratio curve (SHARDS in the runtime) only watches: the report gains "mrc".
+      {"live curve", FeatureKind::kObserver, {both_modes("off", {}), both_modes("on", {"--mrc"})}},
       {"watermarks",
        FeatureKind::kBudget,
        {both_modes("off", {}),
