@@ -76,9 +76,9 @@ std::optional<IoMode> parse_io_mode(std::string_view name);
 std::string_view to_string(IoMode mode);
 
 struct DiskTierConfig {
-  std::string path;         // a directory, created when missing
-  KvLayout layout;          // with `model`, the layout id every slot and the manifest carry
-  std::string model;        // models of one KV shape never share pages
+  std::string path;             // a directory, created when missing
+  KvLayout layout;              // with `model`, the layout id every slot and the manifest carry
+  std::string model;            // models of one KV shape never share pages
   uint64_t capacity_bytes = 0;  // manifest and slots together, never more
   // Bytes a slot stores of each page; nullopt: the layout's page bytes. A pool without bytes (the
   // replay) writes this many zero bytes.

@@ -31,9 +31,9 @@
 // Matching. A worker's overlap with a request is its leading blocks that it holds somewhere: by
 // engine hashes (each worker's own), or by tokens, at the block sizes the workers use (the 8 most
 // held, which bounds a match's work whatever sizes a publisher sends), taking per token the best
-// match of any size (vLLM's GPU blocks of 16 beside LMCache's CPU chunks of 256, say). Each matched block also counts its
-// best location's weight (router/tier_weights.h). Matching touches the blocks matched by at least
-// one worker.
+// match of any size (vLLM's GPU blocks of 16 beside LMCache's CPU chunks of 256, say). Each matched
+// block also counts its best location's weight (router/tier_weights.h). Matching touches the blocks
+// matched by at least one worker.
 //
 // Memory bound. At most `max_pages` present entries. After every stored block over the bound, the
 // index evicts leaves — present entries no present entry names as parent — least recently touched

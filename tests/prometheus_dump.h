@@ -35,8 +35,8 @@ inline std::vector<nlohmann::json> read_expositions(const std::vector<std::strin
     if (!line) break;
     parsed.push_back(nlohmann::json::parse(*line));
   }
-  REQUIRE_MESSAGE(oracle.wait(60s) == 0, "prometheus_client could not parse one of "
-                                             << texts.size() << " expositions");
+  REQUIRE_MESSAGE(oracle.wait(60s) == 0,
+                  "prometheus_client could not parse one of " << texts.size() << " expositions");
   REQUIRE(parsed.size() == texts.size());
   return parsed;
 }
