@@ -441,7 +441,7 @@ mutant disk-evicts-inner-pages disk/disk_index.cpp \
   'return s.state == State::kStored && id != keep_ && !children_.contains(s.hash);' 'return s.state == State::kStored && id != keep_;'
 mutant disk-reclaim-one-level disk/disk_index.cpp \
   "a parent's loss reclaims its children on disk but not theirs" \
-  'stack.push_back(slots_[c].hash);' ''
+  'stack.push_back(at(c).hash);' ''
 mutant disk-lost-parent-child-written disk/disk_tier.cpp \
   "a page whose parent left the trie unwritten in the same call is written anyway" \
   'if ((!first && parent == kNoSlot && lost_.contains(page.parent)) ||' 'if ((false) ||'
