@@ -187,6 +187,11 @@ class TreeNode:
         return [h for hashes in reversed(chain) for h in hashes]
 
     def __lt__(self, other: "TreeNode") -> bool:
+        # Two live views compare by the tree's clock, which orders accesses as SGLang's times do
+        # (the device policy need not keep a time: LRU keeps only the tick); records by their time.
+        if (self._ref is not None and other._ref is not None and self._ref.alive
+                and other._ref.alive):
+            return node_facts(self)["last_access_tick"] < node_facts(other)["last_access_tick"]
         return self.last_access_time < other.last_access_time
 
     def __repr__(self) -> str:
