@@ -1,6 +1,7 @@
 // RadixTree::verify(), dump() and metadata_bytes(): whole-tree walks for tests, debugging and
 // reports. Kept apart from the hot paths in radix_tree.cpp.
 #include <fmt/format.h>
+#include <cstddef>
 
 #include <algorithm>
 #include <stdexcept>
@@ -70,10 +71,13 @@ void RadixTree::verify() const {
     }
     if (node->is_root()) continue;
     ++nodes;
-    // One block: the node, its page ids, its tokens (radix_node.h).
-    const size_t block = sizeof(RadixNode) + size_t{node->capacity_} * sizeof(PageId) +
+    // One block: what the tree keeps in front of the node (its past, the policy's state), the
+    // node, its page ids, its tokens (radix_node.h); the allocation starts at the first.
+    const size_t before = bytes_before(node);
+    const size_t block = before + sizeof(RadixNode) + size_t{node->capacity_} * sizeof(PageId) +
                          size_t{node->capacity_} * page_tokens_ * sizeof(TokenId);
-    if (node->num_pages() > node->capacity_ || heap::usable_size(node) < block) {
+    const void* start = reinterpret_cast<const std::byte*>(node) - before;
+    if (node->num_pages() > node->capacity_ || heap::usable_size(start) < block) {
       fail(where + ": more pages than its block holds");
     }
     if (node->pages > node->num_pages()) fail(where + ": more device pages than pages");
@@ -259,8 +263,13 @@ uint64_t RadixTree::metadata_bytes() const {
   while (!stack.empty()) {
     const RadixNode* node = stack.back();
     stack.pop_back();
-    bytes += heap::usable_size(node) + node->children_.heap_bytes();  // with its arrays
-    if (node->host_ != nullptr) bytes += heap::usable_size(node->host_);
+    // Each block from its start: the state in front of the node (and of its host part) with it.
+    const auto* block = reinterpret_cast<const std::byte*>(node) - bytes_before(node);
+    bytes += heap::usable_size(block) + node->children_.heap_bytes();  // with its arrays
+    if (node->host_ != nullptr) {
+      bytes += heap::usable_size(reinterpret_cast<const std::byte*>(node->host_) -
+                                 host_tier_->state_bytes);
+    }
     node->children_.for_each([&](uint64_t, const RadixNode* child) { stack.push_back(child); });
   }
   return bytes;

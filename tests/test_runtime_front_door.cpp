@@ -178,8 +178,9 @@ TEST_CASE("front door: cache only matches every whole page and caches what the p
     // An engine sequence holds 4 of the 6 pages, so a 5-page prompt gets 2.
     const AdmitResult holder = runtime.admit({.id = 9, .prompt = run_of(500, 4 * P)});
     REQUIRE(holder.ok());
-    const AdmitResult a =
-        runtime.admit({.id = 1, .prompt = run_of(1, 5 * P), .mode = AdmitMode::kCacheOnly});
+    // A cache-only sequence reads its prompt in place: it lives until the sequence ends.
+    const std::vector<TokenId> five = run_of(1, 5 * P);
+    const AdmitResult a = runtime.admit({.id = 1, .prompt = five, .mode = AdmitMode::kCacheOnly});
     REQUIRE(a.ok());
     CHECK(a.block_table.size() == 2);
     CHECK(a.uncached_pages == 3);
@@ -194,8 +195,8 @@ TEST_CASE("front door: cache only matches every whole page and caches what the p
     CHECK(runtime.check_accounting() == 0);
   }
   SUBCASE("a prompt longer than the pool is cut, not refused as too large") {
-    const AdmitResult a =
-        runtime.admit({.id = 1, .prompt = run_of(1, 9 * P), .mode = AdmitMode::kCacheOnly});
+    const std::vector<TokenId> nine = run_of(1, 9 * P);
+    const AdmitResult a = runtime.admit({.id = 1, .prompt = nine, .mode = AdmitMode::kCacheOnly});
     REQUIRE(a.ok());
     CHECK(a.block_table.size() == 6);
     CHECK(a.uncached_pages == 3);
