@@ -105,6 +105,9 @@ void RadixTree::emit_inserted(const RadixNode* node, uint32_t first, uint32_t co
 }
 
 std::vector<PageHash> RadixTree::tier_page_hashes(Tier tier) const {
+  if (!page_hashes()) {
+    throw std::logic_error("RadixTree::tier_page_hashes: page hashes are off (enable_page_hashes)");
+  }
   std::vector<PageHash> hashes;
   std::vector<const RadixNode*> stack;
   for (const auto& [ns, root] : roots_) stack.push_back(root);

@@ -131,6 +131,11 @@ void RadixTree::touch_path(RadixNode* node, const AccessHint& hint) {
   }
 }
 
+void RadixTree::touch(RadixNode* end, const AccessHint& hint) {
+  check_node(end, "touch");
+  touch_path(end, hint);
+}
+
 template <bool kTiered>
 void RadixTree::touch_path_in(RadixNode* node, const AccessHint& hint) {
   AccessHint access = hint;
@@ -236,7 +241,8 @@ InsertResult RadixTree::insert(Namespace ns, std::span<const TokenId> tokens,
 }
 
 InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> tokens,
-                                     std::span<const PageId> pages, const AccessHint& hint) {
+                                     std::span<const PageId> pages, const AccessHint& hint,
+                                     PathAccess access) {
   check_node(from, "insert");
   const size_t whole_pages = tokens.size() / page_tokens_;
   if (pages.size() != whole_pages) {
@@ -286,7 +292,7 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
       }
     }
   }
-  touch_path(end, hint);
+  if (access == PathAccess::kRecorded) touch_path(end, hint);
   if (leaf != nullptr) {
     policy_->add(*end);
     if (extras_ && host_tier_ && host_tier_->write.mode == WritePolicy::Mode::kWriteThrough) {

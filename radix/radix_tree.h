@@ -88,6 +88,9 @@ struct InsertResult {
   RadixNode* node = nullptr;   // the node where the inserted key ends
 };
 
+// Whether an insert is an access of its path (RadixTree::insert_below).
+enum class PathAccess : uint8_t { kRecorded, kNotRecorded };
+
 struct TreeStats {
   uint64_t nodes = 0;  // excluding namespace roots
   uint64_t namespaces = 0;
@@ -137,8 +140,16 @@ class RadixTree final {
   // end, and cached_tokens counts from there. `from` must be locked by the caller (a sequence's
   // committed prefix), so it cannot go away; splits keep its end where it was. This spares a
   // sequence that commits chunk after chunk re-reading its whole prefix from the root each time.
+  // `access`: kRecorded makes the insert an access of the key's whole path (from the root), as a
+  // request's insert is; kNotRecorded records none, for pages the caller caches ahead of the
+  // access that will use them (the runtime's remote load at admit, whose request records its
+  // access when it finishes, as a request that computed those pages would: touch()).
   InsertResult insert_below(RadixNode* from, std::span<const TokenId> tokens,
-                            std::span<const PageId> pages, const AccessHint& hint = {});
+                            std::span<const PageId> pages, const AccessHint& hint = {},
+                            PathAccess access = PathAccess::kRecorded);
+  // Records an access of the path from the root to `end` (a node of this tree), as a match that
+  // ends there does, without matching anything.
+  void touch(RadixNode* end, const AccessHint& hint);
 
   void lock(RadixNode* node);
   void unlock(RadixNode* node);

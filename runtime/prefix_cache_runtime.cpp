@@ -302,6 +302,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.agent = request.agent;
   s.load_ticket = ticket;
   s.locked = match.node;
+  s.access_owed = false;
   if (cache_only) {
     s.borrowed_tokens = request.prompt;
   } else {
@@ -360,6 +361,11 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
 // The pages after the local match that the remote tier holds, loaded into the private pages
 // allocated for them (through staging pages with a host tier, whose copy's ticket becomes the
 // sequence's) and cached at once, as if computed (the sequence locks them). Returns how many.
+// The insert records no access: the admit's match already recorded one of the matched path, and
+// the request's next insert (or its finish) records the access of the whole path, loaded pages
+// included, once, when and as a request that computed those pages would. So a remote hit leaves
+// every policy's counts as a computed prefix does (tests/test_combinations.cpp, "remote: the
+// local tiers as without it").
 uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint32_t cut_pages) {
   if (cut_pages <= local_pages) return 0;
   const PageHash parent = chain_page_hashes(s.name_space, s.tokens(), page_tokens_, local_pages,
@@ -373,7 +379,8 @@ uint32_t PrefixCacheRuntime::load_remote(Sequence& s, uint32_t local_pages, uint
   if (loaded == 0) return 0;
   s.reused_tokens += loaded * page_tokens_;
   s.computed_tokens = (local_pages + loaded) * page_tokens_;
-  insert_computed(s);
+  insert_computed(s, PathAccess::kNotRecorded);
+  s.access_owed = true;
   return loaded;
 }
 
@@ -498,10 +505,18 @@ CommitResult PrefixCacheRuntime::commit(SeqHandle seq, uint32_t computed_tokens)
   return result;
 }
 
-CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
+AccessHint PrefixCacheRuntime::access_hint(const Sequence& s) const {
+  return {.priority = s.priority,
+          .now = now_,
+          .output_tokens = s.output_tokens,
+          .request_class = s.request_class};
+}
+
+CommitResult PrefixCacheRuntime::insert_computed(Sequence& s, PathAccess access) {
   CommitResult result;
   const uint32_t full_pages = s.computed_tokens / page_tokens_;
   if (full_pages <= s.committed_pages) return result;
+  if (access == PathAccess::kRecorded) s.access_owed = false;  // this insert records it
 
   // Only what follows the committed prefix is new to the walk: insert below the locked node that
   // ends it, instead of re-reading the whole prefix from the root.
@@ -512,10 +527,7 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s) {
       tree_.insert_below(s.locked, rest,
                          std::span<const PageId>(s.block_table)
                              .subspan(s.committed_pages, full_pages - s.committed_pages),
-                         AccessHint{.priority = s.priority,
-                                    .now = now_,
-                                    .output_tokens = s.output_tokens,
-                                    .request_class = s.request_class});
+                         access_hint(s), access);
   result.new_pages = inserted.new_pages;
   stats_.peak_cached_pages = std::max(stats_.peak_cached_pages, tree_.cached_pages());
 
@@ -564,6 +576,7 @@ CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
   // the caller released behind our back must be found first, while nothing has changed.
   check_private_pages_held(s, "finish");
   const CommitResult result = insert_computed(s);
+  if (s.access_owed) tree_.touch(s.locked, access_hint(s));  // a remote load's (load_remote)
   release_sequence(s, SeqState::kFinished);
   ++stats_.finishes;
   // Also without new pages: the ones just unpinned may be what a commit above the high watermark

@@ -377,7 +377,8 @@ class PrefixCacheRuntime {
   friend struct detail::RuntimeInternals;
   detail::Sequence& live(SeqHandle seq, const char* operation);
   const detail::Sequence& live(SeqHandle seq, const char* operation) const;
-  CommitResult insert_computed(detail::Sequence& s);
+  CommitResult insert_computed(detail::Sequence& s, PathAccess access = PathAccess::kRecorded);
+  AccessHint access_hint(const detail::Sequence& s) const;
   // Throws std::logic_error, naming the page, if the pool no longer counts one of the sequence's
   // private pages as held (a release behind the runtime's back).
   void check_private_pages_held(const detail::Sequence& s, const char* operation) const;

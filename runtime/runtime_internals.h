@@ -31,6 +31,9 @@ struct Sequence {
   uint32_t agent = 0;
   CopyTicket load_ticket = 0;   // the load admit started for the host run, 0 when none
   RadixNode* locked = nullptr;  // the end of the committed prefix, locked by this sequence
+  // A remote load cached pages of this request without recording its access of their path; the
+  // request's next insert records it, or finish does (PrefixCacheRuntime::load_remote).
+  bool access_owed = false;
   // The sequence's tokens: its own copy of the prompt and what decode appends (kCompute), or the
   // caller's prompt read in place until the sequence ends (kCacheOnly, which never decodes: the
   // cache-mode replay's prompts would otherwise be copied once more each).

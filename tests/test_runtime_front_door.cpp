@@ -146,6 +146,42 @@ TEST_CASE("front door: a remote tier with an event observer stores and hits as w
   CHECK(observed.hit_tokens == plain.hit_tokens);
 }
 
+TEST_CASE("front door: a remote hit leaves the local tiers as computing those pages would") {
+  // A remote load caches its pages at admit without recording an access; the request's finish
+  // records one, as a request that computed them does. Before, policies that count accesses kept
+  // other pages with a remote tier than without one (a remote hit was one access more: lfu and
+  // sieve failed here). Not slru, gdsf and reuse: they rank or learn by entries, and the remote
+  // run's pages are a node of their own, the computed ones below it another, where computing them
+  // all makes one node (tests/test_combinations.cpp, kExpectedFailures).
+  for (const std::string policy : {"lru", "fifo", "lfu", "sieve", "priority"}) {
+    CAPTURE(policy);
+    const auto run = [&](bool with_remote) {
+      MemoryStore::Shared shared;
+      remote::RemoteTier tier(std::make_unique<MemoryStore>(shared),
+                              std::make_unique<MemoryStore>(shared),
+                              remote::RemoteTierConfig{"t", kLayout, "m", 0, 1u << 12, 64});
+      Consumer consumer;  // page hashes on in both runs, for device_pages()
+      PagePool pool(kLayout, 24);
+      TierConfig tiers;
+      tiers.events = {&consumer.batcher};
+      if (with_remote) tiers.remote = &tier;
+      RuntimeConfig config;
+      config.policy = policy;
+      PrefixCacheRuntime runtime(pool, config, tiers);
+      const RunCounts counts = run_cache_only(runtime, {.requests = 600, .seed = 5}, [&] {
+        if (with_remote) tier.drain();
+      });
+      return std::tuple{counts, runtime.stats().evicted_pages, device_pages(runtime)};
+    };
+    const auto [alone, alone_evicted, alone_pages] = run(false);
+    const auto [with, with_evicted, with_pages] = run(true);
+    REQUIRE(with.remote_hit_tokens > 0);
+    CHECK(with.hit_tokens - with.remote_hit_tokens == alone.hit_tokens);
+    CHECK(with_evicted == alone_evicted);
+    CHECK(with_pages == alone_pages);
+  }
+}
+
 TEST_CASE("front door: cache only matches every whole page and caches what the pool can hold") {
   PagePool pool(kLayout, 6);
   PrefixCacheRuntime runtime(pool, RuntimeConfig{.high_watermark = 1.0, .low_watermark = 1.0});

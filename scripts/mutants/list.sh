@@ -199,6 +199,12 @@ mutant runtime-decode-page-early runtime/prefix_cache_runtime.cpp \
 mutant runtime-stale-handle runtime/prefix_cache_runtime.cpp \
   "a handle from a slot's earlier generation is taken for the current one" \
   'if (s.generation != seq.generation) {' 'if (s.generation < seq.generation) {'
+mutant runtime-remote-load-touches runtime/prefix_cache_runtime.cpp \
+  "a remote load records an access of its path, one more than computing its pages" \
+  'insert_computed(s, PathAccess::kNotRecorded);' 'insert_computed(s);'
+mutant runtime-remote-access-not-owed runtime/prefix_cache_runtime.cpp \
+  "finish forgets the access a remote load left to record" \
+  'if (s.access_owed) tree_.touch(s.locked, access_hint(s));' ''
 mutant runtime-no-pending-load runtime/prefix_cache_runtime.cpp \
   "admit hands out no ticket for pages another request's load is still copying" \
   'ticket = tree_.pending_load(match.node);' 'ticket = 0;'

@@ -67,9 +67,12 @@ class BeladyPolicy final : public OrderedPolicy<BeladyState, ByNextUseFarthest> 
  public:
   explicit BeladyPolicy(std::shared_ptr<const NextUseIndex> index) : index_(std::move(index)) {}
   std::string_view name() const override { return kBeladyPolicyName; }
-  // A past holds no request index: the entry counts as touched by request 0 until its next access.
-  void adopt(EvictionEntry& entry, const AccessHistory&) override {
-    make_state<BeladyState>(entry);
+  // A past holds no request index: the entry counts as touched by request 0 until its next access,
+  // unless it is new (no access yet): then the request that made it, the one running, whose
+  // prompt runs through it. (A node made without an access, as a remote load makes one, may be
+  // linked before its first access.)
+  void adopt(EvictionEntry& entry, const AccessHistory& past) override {
+    make_state<BeladyState>(entry).toucher = past.hits == 0 && past.last.tick == 0 ? current_ : 0;
   }
   // The replay is about to run request `index` (trace order, from 0).
   void begin_request(uint32_t index) { current_ = index; }
