@@ -32,6 +32,9 @@
 //     victims next_victim_after() names from e on, one after the other, up to the first nullptr;
 //     returns how many. By default it asks next_victim_after() for each; a policy whose walk is a
 //     loop over its own order (RankQueuePolicy's ring) runs it in one call.
+//   - retain(e, r), hold(session, until), release(session): retention (eviction/retention.h),
+//     which only the retention layer (eviction/retention_layer.h) honours; every other policy
+//     ignores them (the defaults). retain() may name a linked entry or not.
 // The owner frees an unlinked entry's memory, state and all, without telling the policy.
 // A policy that wraps another forwards every call, these included.
 // The set of linked entries is exactly the set of evictable entries; size() counts them.
@@ -49,6 +52,7 @@
 #include <vector>
 
 #include "eviction/eviction_entry.h"
+#include "eviction/retention.h"
 
 namespace radixkv {
 
@@ -82,6 +86,11 @@ class EvictionPolicy {
   virtual bool victim_stays_first() const { return false; }
   virtual bool contains(const EvictionEntry& entry) const = 0;
   virtual std::size_t size() const = 0;
+  // Retention (above): keep `entry` as `retention` asks; keep the entry `session` last named in a
+  // retain() until `until` on the caller's clock; stop keeping it.
+  virtual void retain(EvictionEntry& /*entry*/, const Retention& /*retention*/) {}
+  virtual void hold(uint64_t /*session*/, double /*until*/) {}
+  virtual void release(uint64_t /*session*/) {}
 };
 
 // A policy as a caller names it (RuntimeConfig::policy): a spec for make_policy() ("lru",

@@ -100,6 +100,20 @@ std::string_view to_string(RuntimeStatus status) {
   return "unknown";
 }
 
+namespace {
+
+// The retention layer's key of a session's sub-agent (sessions below 2^32).
+uint64_t session_key(uint64_t session, uint32_t agent) { return (session << 32) | agent; }
+
+// The policy of RuntimeConfig, wrapped in the retention layer when the config asks for one.
+std::unique_ptr<EvictionPolicy> device_policy(const RuntimeConfig& config) {
+  std::unique_ptr<EvictionPolicy> policy = config.policy.make();
+  if (!config.retention) return policy;
+  return std::make_unique<RetentionLayer>(std::move(policy), *config.retention);
+}
+
+}  // namespace
+
 PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config,
                                        const TierConfig& tiers)
     : pool_(pool),
@@ -108,10 +122,11 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       partial_copier_(config.partial_reuse ? make_page_copier(pool) : nullptr),
-      tree_(pool, config.policy.make()),
+      tree_(pool, device_policy(config)),
       tree_evictor_(tree_),
       allocator_(pool, tree_evictor_, make_budget(pool, config)),
       host_budget_(make_host_budget(tiers.host)) {
+  retention_ = config.retention.has_value();
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
   if (host_budget_) tree_.add_host_tier(host_setup(tiers.host, *host_budget_, copier));
   if (tiers.page_hashes) tree_.enable_page_hashes();
@@ -218,6 +233,22 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
         fmt::format("PrefixCacheRuntime::admit: request {} has priority {}, outside [{}, {}]",
                     request.id, request.priority, kMinPriority, kMaxPriority));
   }
+  if (retention_ && request.session > UINT32_MAX) {
+    throw std::invalid_argument(fmt::format(
+        "PrefixCacheRuntime::admit: request {} names session {}; with a retention layer "
+        "sessions must be below 2^32",
+        request.id, request.session));
+  }
+  if (!request.retention.empty()) {
+    if (!retention_) {
+      throw std::invalid_argument(fmt::format(
+          "PrefixCacheRuntime::admit: request {} has retention ranges, but the runtime has no "
+          "retention layer (RuntimeConfig::retention)",
+          request.id));
+    }
+    check_retention_ranges(request.retention, static_cast<uint32_t>(len),
+                           fmt::format("PrefixCacheRuntime::admit: request {}", request.id));
+  }
   AdmitResult result;
   const bool cache_only = request.mode == AdmitMode::kCacheOnly;
   // The pages the sequence would hold: every prompt token's, or (cache only) the whole pages'.
@@ -300,6 +331,7 @@ AdmitResult PrefixCacheRuntime::admit(const Request& request) {
   s.request_class = request.request_class;
   s.session = request.session;
   s.agent = request.agent;
+  s.retention.assign(request.retention.begin(), request.retention.end());
   s.load_ticket = ticket;
   s.locked = match.node;
   s.access_owed = false;
@@ -566,7 +598,57 @@ CommitResult PrefixCacheRuntime::insert_computed(Sequence& s, PathAccess access)
   s.committed_pages = full_pages;
   stats_.committed_pages += result.new_pages;
   stats_.duplicate_pages += result.duplicate_pages;
+  if (retention_) apply_retention(s);
   return result;
+}
+
+// Request::retention and Request::session, on the committed path (locked: no node is linked in
+// the policy, which ranks them when they are unpinned).
+void PrefixCacheRuntime::apply_retention(const Sequence& s) {
+  if (s.locked == nullptr || s.locked->is_root()) return;
+  EvictionPolicy& policy = tree_.policy();
+  if (!s.retention.empty()) {
+    for (RadixNode* x = s.locked; !x->is_root(); x = x->parent()) {
+      const uint64_t first = uint64_t{x->prefix_pages} * page_tokens_;
+      const uint64_t end = first + uint64_t{x->num_pages()} * page_tokens_;
+      for (const TokenRangeRetention& r : s.retention) {
+        if (r.token_start >= end ||
+            (r.token_end != TokenRangeRetention::kToEnd && r.token_end <= first)) {
+          continue;
+        }
+        policy.retain(*x, {.priority = r.priority, .until = now_ + r.duration_s, .now = now_});
+      }
+    }
+  }
+  if (s.session != 0) {
+    policy.retain(*s.locked, {.session = session_key(s.session, s.agent), .now = now_});
+  }
+}
+
+void PrefixCacheRuntime::hold(uint64_t session, double seconds, uint32_t agent) {
+  if (!retention_) {
+    throw std::logic_error(
+        "PrefixCacheRuntime::hold: the runtime has no retention layer (RuntimeConfig::retention)");
+  }
+  if (!(seconds >= 0.0)) {
+    throw std::invalid_argument(
+        fmt::format("PrefixCacheRuntime::hold: session {} held for {} seconds; it must be >= 0",
+                    session, seconds));
+  }
+  if (session > UINT32_MAX) {
+    throw std::invalid_argument(
+        fmt::format("PrefixCacheRuntime::hold: session {} is not below 2^32", session));
+  }
+  tree_.policy().hold(session_key(session, agent), now_ + seconds);
+}
+
+void PrefixCacheRuntime::release(uint64_t session, uint32_t agent) {
+  if (!retention_) {
+    throw std::logic_error(
+        "PrefixCacheRuntime::release: the runtime has no retention layer "
+        "(RuntimeConfig::retention)");
+  }
+  if (session <= UINT32_MAX) tree_.policy().release(session_key(session, agent));
 }
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {
@@ -649,6 +731,7 @@ void PrefixCacheRuntime::release_sequence(Sequence& s, SeqState end_state) {
   tree_.unlock(s.locked);
   s.block_table.clear();
   s.own_tokens.clear();
+  s.retention.clear();
   s.borrowed_tokens = {};
   s.locked = nullptr;
   s.load_ticket = 0;

@@ -97,6 +97,7 @@
 
 #include "eviction/cache_budget.h"
 #include "eviction/eviction_policy.h"
+#include "eviction/retention_layer.h"
 #include "metrics/latency_histogram.h"
 #include "metrics/prompt_mrc.h"
 #include "radix/radix_tree.h"
@@ -137,6 +138,10 @@ struct RuntimeConfig {
   // Reuse the matching leading tokens of a cached page by copying it (admit, above). Off by
   // default: whole-page reuse is what radixkv's replays and their oracles model.
   bool partial_reuse = false;
+  // Retention hints and session holds (eviction/retention_layer.h): when set, the device policy is
+  // wrapped in a RetentionLayer with this configuration, and Request::retention, hold() and
+  // release() take effect. Off by default: the layer costs 96 bytes per node.
+  std::optional<RetentionConfig> retention = std::nullopt;
 };
 
 // What lies beyond the device pool: a host tier, page hashes and the tier events. Apart from
@@ -188,10 +193,17 @@ struct Request {
   uint16_t request_class = 0;
   // The session the request belongs to (an agent's conversation) and, within it, the sub-agent
   // (0: the main agent), as the caller numbers them; 0 when it has none. Kept with the sequence
-  // (SequenceView) for the caller; no cache decision reads them yet.
+  // (SequenceView) for the caller. With RuntimeConfig::retention, each commit names the end of the
+  // committed path as the session's and sub-agent's (hold()); sessions must then be < 2^32.
   uint64_t session = 0;
   uint32_t agent = 0;
   AdmitMode mode = AdmitMode::kCompute;
+  // Retention hints, TensorRT-LLM's TokenRangeRetentionConfig (eviction/retention.h): each commit
+  // asks the policy to keep every node of the committed path that holds a page with a token of a
+  // range at the range's priority until now + its duration (a node under several ranges gets
+  // the strongest priority for the longest deadline; pages reused from the cache count as
+  // committed). Needs RuntimeConfig::retention; admit copies them.
+  std::span<const TokenRangeRetention> retention = {};
 };
 
 enum class RuntimeStatus : uint8_t { kOk, kNoSpace, kTooLarge };
@@ -299,6 +311,17 @@ class PrefixCacheRuntime {
   void set_now(double seconds) noexcept { now_ = seconds; }
   double now() const noexcept { return now_; }
 
+  // Session holds (RuntimeConfig::retention; eviction/retention_layer.h): keep the path that
+  // `session`'s sub-agent `agent` (Request::session and Request::agent) last committed for
+  // `seconds` from now, as a soft protection bounded by the layer's hold share, e.g. while its
+  // agent runs a tool; release() ends it (and forgets the session), as does the hold's deadline;
+  // a later hold replaces it. A session with no committed path is ignored. Throws
+  // std::logic_error without a retention layer, std::invalid_argument for seconds < 0 or NaN
+  // (infinity holds until release) or a session >= 2^32.
+  void hold(uint64_t session, double seconds, uint32_t agent = 0);
+  void release(uint64_t session, uint32_t agent = 0);
+  bool has_retention() const noexcept { return retention_; }
+
   // Evicts up to n evictable device cache pages in policy order (to the host tier under
   // write-back); returns how many were released. `evicted`, when given, gets the device page of
   // every step appended, in order.
@@ -386,6 +409,7 @@ class PrefixCacheRuntime {
   void check_computed(const detail::Sequence& s, uint32_t computed_tokens,
                       const char* operation) const;
   AccessHint hint_for(const Request& request) const;
+  void apply_retention(const detail::Sequence& s);
   void end_call();
   void check_host_accounting() const;
   uint32_t load_remote(detail::Sequence& s, uint32_t local_pages, uint32_t cut_pages);
@@ -410,6 +434,7 @@ class PrefixCacheRuntime {
   std::vector<uint32_t> free_slots_;
   uint32_t live_ = 0;
   double now_ = 0.0;
+  bool retention_ = false;  // the device policy is a RetentionLayer
   RuntimeStats stats_;
   struct Latencies {
     metrics::LatencyHistogram admit, commit, finish;

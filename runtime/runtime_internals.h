@@ -29,6 +29,7 @@ struct Sequence {
   uint16_t request_class = 0;
   uint64_t session = 0;
   uint32_t agent = 0;
+  std::vector<TokenRangeRetention> retention;  // the request's hints (Request::retention)
   CopyTicket load_ticket = 0;   // the load admit started for the host run, 0 when none
   RadixNode* locked = nullptr;  // the end of the committed prefix, locked by this sequence
   // A remote load cached pages of this request without recording its access of their path; the

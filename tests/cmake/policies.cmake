@@ -12,3 +12,7 @@ radixkv_add_test(test_policies_belady_samples SOURCES test_policies_belady_sampl
   LIBS radixkv_replay LABELS slow)
 target_compile_definitions(test_policies_belady_samples PRIVATE
   RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
+
+# Issue 31: the retention layer against its model, and hints and holds through the runtime.
+radixkv_add_test(test_retention SOURCES test_retention_layer.cpp test_runtime_retention.cpp
+  LIBS radixkv_runtime)
