@@ -120,7 +120,7 @@ void BM_RouterRoute(benchmark::State& state, RouterWorld::Query kind) {
     const router::RouteQuery query = router::parse_route_request(json[i++ % json.size()]);
     const router::RouteDecision decision =
         router::route(f.index, query.request, query.candidates, {});
-    benchmark::DoNotOptimize(router::render_route_decision(decision));
+    benchmark::DoNotOptimize(router::render_route_decision(decision, "0000000000000000-1", 0));
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }

@@ -129,9 +129,8 @@ simdjson::dom::parser& parser() {
   return p;
 }
 
-}  // namespace
-
-RouteQuery parse_route_request(std::string_view body_text) {
+// The body as a JSON object, parsed within the depth bound.
+simdjson::dom::object parse_body(std::string_view body_text) {
   element doc;
   if (const auto error = parser().parse(body_text.data(), body_text.size()).get(doc);
       error != simdjson::SUCCESS) {
@@ -144,6 +143,13 @@ RouteQuery parse_route_request(std::string_view body_text) {
   }
   simdjson::dom::object body;
   if (doc.get_object().get(body) != simdjson::SUCCESS) bad("body", "expected a JSON object");
+  return body;
+}
+
+}  // namespace
+
+RouteQuery parse_route_request(std::string_view body_text) {
+  const simdjson::dom::object body = parse_body(body_text);
   element tokens_value, hashes_value, value;
   const bool has_tokens = body.at_key("tokens").get(tokens_value) == simdjson::SUCCESS;
   const bool has_hashes = body.at_key("block_hashes").get(hashes_value) == simdjson::SUCCESS;
@@ -152,12 +158,13 @@ RouteQuery parse_route_request(std::string_view body_text) {
   }
   RouteQuery query;
   RouteRequest& request = query.request;
+  // With block_hashes, the tokens per block: the unit of predicted_hit_tokens.
+  if (body.at_key("page_size").get(value) == simdjson::SUCCESS) {
+    request.page_size =
+        static_cast<uint32_t>(read_uint(value, "page_size", std::numeric_limits<uint32_t>::max()));
+    if (request.page_size == 0) bad("page_size", "must be at least 1");
+  }
   if (has_tokens) {
-    if (body.at_key("page_size").get(value) == simdjson::SUCCESS) {
-      request.page_size = static_cast<uint32_t>(
-          read_uint(value, "page_size", std::numeric_limits<uint32_t>::max()));
-      if (request.page_size == 0) bad("page_size", "must be at least 1");
-    }
     if (body.at_key("namespace").get(value) == simdjson::SUCCESS) {
       request.ns.ns = read_uint(value, "namespace", std::numeric_limits<uint64_t>::max());
     }
@@ -195,7 +202,38 @@ RouteQuery parse_route_request(std::string_view body_text) {
   return query;
 }
 
-std::string render_route_decision(const RouteDecision& decision) {
+ObserveQuery parse_observe_request(std::string_view body_text) {
+  const simdjson::dom::object body = parse_body(body_text);
+  ObserveQuery query;
+  element value;
+  if (body.at_key("route_id").get(value) != simdjson::SUCCESS) {
+    bad("route_id", "missing: give the route_id of the /route answer");
+  }
+  query.route_id = read_string(value, "route_id");
+  if (query.route_id.empty() || query.route_id.size() > kMaxRouteIdBytes) {
+    bad("route_id", "not a route id (" + std::to_string(query.route_id.size()) + " bytes)");
+  }
+  if (body.at_key("hit_tokens").get(value) != simdjson::SUCCESS) {
+    bad("hit_tokens", "missing: give the tokens the engine reused");
+  }
+  query.hit_tokens = read_uint(value, "hit_tokens", std::numeric_limits<uint32_t>::max());
+  if (body.at_key("worker").get(value) == simdjson::SUCCESS) {
+    query.worker = read_string(value, "worker");
+    if (query.worker.empty()) bad("worker", "empty: leave it out, or name the worker");
+  }
+  return query;
+}
+
+std::string render_observation(std::string_view route_id, std::string_view worker,
+                               uint64_t predicted_hit_tokens, uint64_t hit_tokens) {
+  return dump({{"route_id", route_id},
+               {"worker", worker},
+               {"predicted_hit_tokens", predicted_hit_tokens},
+               {"hit_tokens", hit_tokens}});
+}
+
+std::string render_route_decision(const RouteDecision& decision, std::string_view route_id,
+                                  uint64_t predicted_hit_tokens) {
   nlohmann::json candidates = nlohmann::json::array();
   for (const CandidateScore& c : decision.candidates) {
     candidates.push_back({{"worker", c.worker},
@@ -209,6 +247,8 @@ std::string render_route_decision(const RouteDecision& decision) {
   const nlohmann::json out = {{"worker", decision.candidates.at(decision.chosen).worker},
                               {"outcome", to_string(decision.outcome)},
                               {"request_blocks", decision.request_blocks},
+                              {"route_id", route_id},
+                              {"predicted_hit_tokens", predicted_hit_tokens},
                               {"candidates", std::move(candidates)}};
   return dump(out);
 }

@@ -126,6 +126,17 @@ RouterOptions router_options(const RouterFlags& flags) {
       std::chrono::milliseconds(std::llround(flags.http_timeout_seconds * 1000));
   if (flags.max_connections == 0) throw std::invalid_argument("--max-connections: must be >= 1");
   options.http.max_connections = flags.max_connections;
+  if (flags.max_pending_routes == 0 || flags.max_pending_routes > (1u << 24)) {
+    throw std::invalid_argument("--max-pending-routes: expected 1 .. 16777216, got " +
+                                std::to_string(flags.max_pending_routes));
+  }
+  options.max_pending_routes = flags.max_pending_routes;
+  if (!std::isfinite(flags.route_ttl_seconds) || flags.route_ttl_seconds < 0.001 ||
+      flags.route_ttl_seconds > 86400) {
+    throw std::invalid_argument("--route-ttl: expected seconds in [0.001, 86400], got " +
+                                std::to_string(flags.route_ttl_seconds));
+  }
+  options.route_ttl = std::chrono::milliseconds(std::llround(flags.route_ttl_seconds * 1000));
   return options;
 }
 

@@ -18,6 +18,8 @@
 //   --max-body-bytes N         a larger HTTP body is refused, 413 (default 16 MiB)
 //   --http-timeout SECONDS     a connection's time to send a whole request (default 10)
 //   --max-connections N        open HTTP connections; past it, new ones are closed (default 1024)
+//   --max-pending-routes N     routes kept for POST /observe (default 65,536; at most 2^24)
+//   --route-ttl SECONDS        a route older than this cannot be observed (default 600)
 //
 // run_router() runs until SIGTERM or SIGINT, then stops gracefully and returns 0; it returns 2
 // with a message naming the flag when the flags are wrong or the service cannot start.
@@ -43,6 +45,8 @@ struct RouterFlags {
   size_t max_body_bytes = 16u << 20;
   double http_timeout_seconds = 10;
   size_t max_connections = 1024;
+  size_t max_pending_routes = 65'536;
+  double route_ttl_seconds = 600;
 };
 
 // vLLM's offset of an endpoint for data parallel rank `rank` (ZmqEventPublisher's

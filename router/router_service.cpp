@@ -1,13 +1,16 @@
 #include "router/router_service.h"
 
 #include <array>
+#include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
 #include "router/block_index.h"
 #include "router/route_api.h"
+#include "router/route_ledger.h"
 
 namespace radixkv::router {
 
@@ -32,22 +35,93 @@ HttpResponse json_response(unsigned status, std::string body) {
   return {status, "application/json", std::move(body)};
 }
 
+std::vector<std::string> worker_names(const RouterOptions& options) {
+  std::vector<std::string> names;
+  for (const WorkerEndpoints& w : options.workers) names.push_back(w.name);
+  return names;
+}
+
+// The hit the chosen worker would deliver if the index is right (router/overlap_gap.h).
+uint64_t predicted_hit(const RouteDecision& decision, const RouteRequest& request) {
+  const double overlap_tokens =
+      decision.candidates.at(decision.chosen).overlap_blocks * request.page_size;
+  return predicted_hit_tokens(static_cast<uint64_t>(std::llround(overlap_tokens)),
+                              request.by_hashes ? 0 : request.tokens.size(), request.page_size);
+}
+
+// Predicted against delivered overlap (POST /observe): per worker, then worker="" for routes to
+// candidates that are no configured worker.
+void write_overlap_metrics(std::ostream& out, const RouteLedger& ledger) {
+  const std::vector<OverlapGap>& gaps = ledger.gaps();
+  const std::vector<std::string>& names = ledger.workers();
+  const auto name_of = [&](size_t w) { return w < names.size() ? label(names[w]) : std::string(); };
+  const auto per_worker = [&](const char* name, const char* help, auto value) {
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
+    for (size_t w = 0; w < gaps.size(); ++w) {
+      out << name << "{worker=\"" << name_of(w) << "\"} " << value(gaps[w]) << '\n';
+    }
+  };
+  per_worker("radixkv_router_observations_total",
+             "Routes whose delivered hit the engine posted (POST /observe).",
+             [](const OverlapGap& g) { return g.observations; });
+  per_worker("radixkv_router_predicted_overlap_tokens_total",
+             "Prompt tokens the index said the chosen worker held, cut as an engine reuses them, "
+             "over observed routes.",
+             [](const OverlapGap& g) { return g.predicted_tokens; });
+  per_worker("radixkv_router_delivered_overlap_tokens_total",
+             "Prompt tokens the worker reused, over observed routes.",
+             [](const OverlapGap& g) { return g.delivered_tokens; });
+  per_worker("radixkv_router_overlap_overpredicted_tokens_total",
+             "Sum of predicted minus delivered where the index promised more (blocks gone).",
+             [](const OverlapGap& g) { return g.overpredicted_tokens; });
+  per_worker("radixkv_router_overlap_underpredicted_tokens_total",
+             "Sum of delivered minus predicted where the worker held more (events not yet seen).",
+             [](const OverlapGap& g) { return g.underpredicted_tokens; });
+  per_worker("radixkv_router_overlap_mispredicted_total",
+             "Observed routes whose predicted and delivered overlap differ.",
+             [](const OverlapGap& g) { return g.mismatched; });
+  OverlapGap all;
+  for (const OverlapGap& g : gaps) all += g;
+  const char* gap = "radixkv_router_overlap_gap_tokens";
+  out << "# HELP " << gap
+      << " |predicted - delivered| overlap per observed route, in tokens.\n# TYPE " << gap
+      << " histogram\n";
+  for (size_t i = 0; i < OverlapGap::kGapBuckets.size(); ++i) {
+    out << gap << "_bucket{le=\"" << OverlapGap::kGapBuckets[i] << "\"} " << all.gap_at_most[i]
+        << '\n';
+  }
+  out << gap << "_bucket{le=\"+Inf\"} " << all.observations << '\n'
+      << gap << "_sum " << all.gap_tokens() << '\n'
+      << gap << "_count " << all.observations << '\n';
+  out << "# HELP radixkv_router_observations_refused_total POST /observe bodies refused, by "
+         "reason.\n# TYPE radixkv_router_observations_refused_total counter\n";
+  for (ObserveRefusal reason : kObserveRefusals) {
+    out << "radixkv_router_observations_refused_total{reason=\"" << to_string(reason) << "\"} "
+        << ledger.refused(reason) << '\n';
+  }
+}
+
 }  // namespace
 
 struct RouterService::Impl {
   explicit Impl(RouterOptions opts)
-      : options(std::move(opts)), index(options.max_index_pages, options.tiers) {}
+      : options(std::move(opts)),
+        index(options.max_index_pages, options.tiers),
+        ledger(worker_names(options), options.max_pending_routes, options.route_ttl,
+               std::random_device{}() * (uint64_t{1} << 32) ^ std::random_device{}()) {}
 
   void apply(size_t worker, const events::EventBatch& batch);
   void lose(size_t worker);
   HttpResponse handle(const HttpRequest& req);
   HttpResponse handle_route(std::string_view body);
+  HttpResponse handle_observe(std::string_view body);
   HttpResponse handle_index(std::string_view query);
   HttpResponse handle_healthz();
 
   RouterOptions options;
   mutable std::mutex mutex;  // guards everything below but the feed and the server
   BlockIndex index;
+  RouteLedger ledger;
   std::vector<std::array<uint64_t, kEventTypes.size()>> events_applied;  // by worker, type
   std::array<uint64_t, kOutcomes.size()> decisions{};
   uint64_t bad_requests = 0;
@@ -128,13 +202,15 @@ HttpResponse RouterService::Impl::handle(const HttpRequest& req) {
   const bool get = req.method == "GET";
   if (req.path == "/route") {
     if (req.method == "POST") return handle_route(req.body);
+  } else if (req.path == "/observe") {
+    if (req.method == "POST") return handle_observe(req.body);
   } else if (req.path == "/index") {
     if (get) return handle_index(req.query);
   } else if (req.path == "/healthz") {
     if (get) return handle_healthz();
   } else {
-    return json_response(404, render_error("no such path (known: POST /route, GET /index, "
-                                           "GET /healthz, GET /metrics)"));
+    return json_response(404, render_error("no such path (known: POST /route, POST /observe, "
+                                           "GET /index, GET /healthz, GET /metrics)"));
   }
   return json_response(405, render_error(std::string(req.path) + ": method not allowed"));
 }
@@ -160,11 +236,32 @@ HttpResponse RouterService::Impl::handle_route(std::string_view body) {
   try {
     const RouteDecision decision = route(index, query.request, query.candidates, options.weights);
     for (size_t i = 0; i < kOutcomes.size(); ++i) decisions[i] += kOutcomes[i] == decision.outcome;
-    return json_response(200, render_route_decision(decision));
+    const uint64_t predicted = predicted_hit(decision, query.request);
+    const std::string id = ledger.issue(decision.candidates[decision.chosen].worker, predicted,
+                                        query.request.by_hashes ? 0 : query.request.tokens.size(),
+                                        RouteLedger::Clock::now());
+    return json_response(200, render_route_decision(decision, id, predicted));
   } catch (const std::invalid_argument& e) {
     ++bad_requests;
     return json_response(400, render_error(e.what()));
   }
+}
+
+HttpResponse RouterService::Impl::handle_observe(std::string_view body) {
+  ObserveQuery query;
+  try {
+    query = parse_observe_request(body);
+  } catch (const RouteRequestError& e) {
+    std::lock_guard lock(mutex);
+    ledger.refuse(ObserveRefusal::kMalformed);
+    return json_response(400, render_error(e.what()));
+  }
+  std::lock_guard lock(mutex);
+  const RouteLedger::Observation seen =
+      ledger.observe(query.route_id, query.worker, query.hit_tokens, RouteLedger::Clock::now());
+  if (!seen.accepted) return json_response(http_status(seen.refusal), render_error(seen.message));
+  return json_response(
+      200, render_observation(query.route_id, seen.worker, seen.predicted, query.hit_tokens));
 }
 
 HttpResponse RouterService::Impl::handle_index(std::string_view query) {
@@ -264,6 +361,7 @@ std::string RouterService::metrics() const {
   }
   one("radixkv_router_bad_requests_total", "counter", "Requests refused as malformed.",
       s.bad_requests);
+  write_overlap_metrics(out, s.ledger);
   return out.str();
 }
 

@@ -3,7 +3,10 @@
 // it:
 //
 //   POST /route    the worker for a request (router/route_api.h; cost: router/route_cost.h).
-//                  Without candidates, every worker that is up, at load 0.
+//                  Without candidates, every worker that is up, at load 0. The answer carries a
+//                  route_id and the hit the index predicts on the chosen worker.
+//   POST /observe  the hit the engine delivered for a route_id (router/route_ledger.h): the
+//                  predicted and delivered overlap per worker, and their gap, in metrics().
 //   GET  /index?worker=NAME   the blocks the index says NAME holds (for operators and tests)
 //   GET  /metrics  Prometheus text format: metrics() below
 //   GET  /healthz  {"status": "ok", "workers": [{"name", "state", "next_seq", "pages"}...]}
@@ -36,6 +39,8 @@ struct RouterOptions {
   size_t max_index_pages = 1'000'000;
   size_t max_batch_bytes = 64u << 20;
   std::chrono::milliseconds worker_timeout{10'000};
+  size_t max_pending_routes = 65'536;            // routes kept for POST /observe
+  std::chrono::milliseconds route_ttl{600'000};  // a route older than this cannot be observed
   CostWeights weights;
   TierWeights tiers;
 };
@@ -63,7 +68,15 @@ class RouterService {
   //   radixkv_router_index_evicted_pages_total, radixkv_router_index_refused_blocks_total,
   //   radixkv_router_batches_discarded_total{worker}, radixkv_router_decisions_total{outcome},
   //   radixkv_router_bad_requests_total, radixkv_router_http_requests_total,
-  //   radixkv_router_http_rejected_total{reason}, radixkv_router_internal_errors_total.
+  //   radixkv_router_http_rejected_total{reason}, radixkv_router_internal_errors_total,
+  //   radixkv_router_observations_total{worker},
+  //   radixkv_router_predicted_overlap_tokens_total{worker},
+  //   radixkv_router_delivered_overlap_tokens_total{worker},
+  //   radixkv_router_overlap_overpredicted_tokens_total{worker},
+  //   radixkv_router_overlap_underpredicted_tokens_total{worker},
+  //   radixkv_router_overlap_mispredicted_total{worker}, radixkv_router_overlap_gap_tokens
+  //   (histogram), radixkv_router_observations_refused_total{reason}. worker="" sums the routes
+  //   to candidates that are no configured worker.
   std::string metrics() const;
 
  private:

@@ -1,5 +1,7 @@
 #include "runtime/shared_runtime.h"
 
+#include <array>
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -127,24 +129,40 @@ uint64_t SharedRuntime::check() const {
   return private_pages;
 }
 
+// Every field of RuntimeStats, summed: a field added there must be added here (the size check
+// below fails until it is).
+static_assert(sizeof(RuntimeStats) == 20 * sizeof(uint64_t),
+              "RuntimeStats changed: sum the new field in SharedRuntime::stats()");
+
 RuntimeStats SharedRuntime::stats() const {
   RuntimeStats sum;
   for (const auto& s : shards_) {
     std::lock_guard lock(s->mutex);
     const RuntimeStats& r = s->runtime.stats();
-    sum.admits += r.admits;
-    sum.admit_no_space += r.admit_no_space;
-    sum.admit_too_large += r.admit_too_large;
-    sum.extend_no_space += r.extend_no_space;
-    sum.finishes += r.finishes;
-    sum.aborts += r.aborts;
-    sum.prompt_tokens += r.prompt_tokens;
-    sum.reused_tokens += r.reused_tokens;
-    sum.prefill_tokens += r.prefill_tokens;
-    sum.decode_tokens += r.decode_tokens;
-    sum.committed_pages += r.committed_pages;
-    sum.duplicate_pages += r.duplicate_pages;
-    sum.evicted_pages += r.evicted_pages;
+    for (auto [to, from] : std::array<std::pair<uint64_t*, uint64_t>, 20>{{
+             {&sum.admits, r.admits},
+             {&sum.admit_no_space, r.admit_no_space},
+             {&sum.admit_too_large, r.admit_too_large},
+             {&sum.extend_no_space, r.extend_no_space},
+             {&sum.finishes, r.finishes},
+             {&sum.aborts, r.aborts},
+             {&sum.prompt_tokens, r.prompt_tokens},
+             {&sum.reused_tokens, r.reused_tokens},
+             {&sum.device_hit_tokens, r.device_hit_tokens},
+             {&sum.host_hit_tokens, r.host_hit_tokens},
+             {&sum.remote_hit_tokens, r.remote_hit_tokens},
+             {&sum.prefill_tokens, r.prefill_tokens},
+             {&sum.decode_tokens, r.decode_tokens},
+             {&sum.committed_pages, r.committed_pages},
+             {&sum.duplicate_pages, r.duplicate_pages},
+             {&sum.evicted_pages, r.evicted_pages},
+             {&sum.uncached_pages, r.uncached_pages},
+             {&sum.peak_cached_pages, r.peak_cached_pages},
+             {&sum.remote_no_staging, r.remote_no_staging},
+             {&sum.partial_hit_tokens, r.partial_hit_tokens},
+         }}) {
+      *to += from;
+    }
   }
   return sum;
 }

@@ -93,7 +93,9 @@ class SharedRuntime {
   // Per shard, under its lock: the runtime's accounting check and the tree's verify(). Returns the
   // private pages summed over shards.
   uint64_t check() const;
-  RuntimeStats stats() const;  // summed over shards
+  // Every field summed over shards. peak_cached_pages is the sum of the shards' peaks: each
+  // shard's own, over its partition; an upper bound of the peak of their sum.
+  RuntimeStats stats() const;
   // What an engine exports (runtime/runtime_metrics.h), each shard's under its lock, merged: one
   // exposition for the whole runtime; the live curve's sizes are the shards' summed.
   RuntimeMetrics metrics() const;

@@ -6,9 +6,12 @@
 #include <httplib.h>
 
 #include <condition_variable>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "events/event_batcher.h"
@@ -404,4 +407,116 @@ TEST_CASE("router: the service in-process: the union of two workers' pages, and 
   CHECK(health["workers"][0]["state"] == "up");
   service.stop();
   CHECK_FALSE(http.Get("/healthz"));  // the server is gone
+}
+
+// Predicted against delivered (POST /observe): the answer's route_id and predicted hit, the
+// engine's report of what it reused, the sums per worker and the gap's histogram in /metrics,
+// and every refusal as a 4xx counted by reason, never a crash.
+TEST_CASE("router: the service in-process: POST /observe, the gap per worker, refusals counted") {
+  Worker w0(3, events::EventEncoding::kMap);
+  const std::vector<TokenId> held = w0.cache.pin_prefix(0, 5, 5000);  // 5 pages of 4 tokens
+  for (int step = 0; step < 20; ++step) w0.cache.step();
+  RouterOptions options;
+  options.workers = {w0.endpoints("w0"), {"w1", "tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}};
+  options.http_port = 0;
+  options.worker_timeout = 2s;
+  options.max_pending_routes = 3;
+  RouterService service(options);
+  service.start();
+  httplib::Client http("127.0.0.1", service.port());
+  http.set_read_timeout(5, 0);
+  CHECK(eventually([&] { return router_index(http, "w0") == w0.cache.truth(); }));
+
+  const auto observe = [&](const nlohmann::json& body, int expect) {
+    const auto res = http.Post("/observe", body.dump(), "application/json");
+    REQUIRE(res);
+    CHECK_MESSAGE(res->status == expect, res->body);
+    return nlohmann::json::parse(res->body);
+  };
+  std::vector<TokenId> request = held;
+  request.insert(request.end(), {1, 2});  // 22 tokens: the 5 pages held are all reusable
+  const nlohmann::json first = route(http, {{"tokens", request}, {"page_size", 4}});
+  REQUIRE(first["worker"] == "w0");
+  CHECK(first["predicted_hit_tokens"] == 20);
+  // The whole prompt held: an engine computes its last page, so 16 are predicted.
+  const nlohmann::json whole = route(http, {{"tokens", held}, {"page_size", 4}});
+  CHECK(whole["predicted_hit_tokens"] == 16);
+  const nlohmann::json other =
+      route(http, {{"tokens", request}, {"page_size", 4}, {"candidates", {{{"worker", "w1"}}}}});
+  CHECK(other["predicted_hit_tokens"] == 0);
+
+  nlohmann::json seen =
+      observe({{"route_id", first["route_id"]}, {"hit_tokens", 20}, {"worker", "w0"}}, 200);
+  CHECK(seen["predicted_hit_tokens"] == 20);
+  CHECK(seen["worker"] == "w0");
+  observe({{"route_id", whole["route_id"]}, {"hit_tokens", 8}}, 200);   // 8 over-predicted
+  observe({{"route_id", other["route_id"]}, {"hit_tokens", 12}}, 200);  // 12 under-predicted
+  CHECK(router_metric(http, "radixkv_router_observations_total{worker=\"w0\"}") == 2);
+  CHECK(router_metric(http, "radixkv_router_predicted_overlap_tokens_total{worker=\"w0\"}") == 36);
+  CHECK(router_metric(http, "radixkv_router_delivered_overlap_tokens_total{worker=\"w0\"}") == 28);
+  CHECK(router_metric(http, "radixkv_router_overlap_overpredicted_tokens_total{worker=\"w0\"}") ==
+        8);
+  CHECK(router_metric(http, "radixkv_router_overlap_underpredicted_tokens_total{worker=\"w1\"}") ==
+        12);
+  CHECK(router_metric(http, "radixkv_router_overlap_mispredicted_total{worker=\"w0\"}") == 1);
+  CHECK(router_metric(http, "radixkv_router_overlap_gap_tokens_bucket{le=\"0\"}") == 1);
+  CHECK(router_metric(http, "radixkv_router_overlap_gap_tokens_bucket{le=\"16\"}") == 3);
+  CHECK(router_metric(http, "radixkv_router_overlap_gap_tokens_sum") == 20);
+  CHECK(router_metric(http, "radixkv_router_overlap_gap_tokens_count") == 3);
+
+  // Refusals: each a 4xx naming why, counted by reason.
+  CHECK(observe({{"route_id", first["route_id"]}, {"hit_tokens", 20}}, 409)["error"] ==
+        fmt::format("route_id: {} observed already", first["route_id"].get<std::string>()));
+  observe({{"route_id", "0123456789abcdef-1"}, {"hit_tokens", 0}}, 404);
+  observe({{"route_id", "junk"}, {"hit_tokens", 0}}, 404);
+  observe({{"route_id", first["route_id"]}, {"hit_tokens", -3}}, 400);
+  const auto raw = http.Post("/observe", "{\"route_id\": ", "application/json");
+  REQUIRE(raw);
+  CHECK(raw->status == 400);
+  const nlohmann::json fresh = route(http, {{"tokens", request}, {"page_size", 4}});
+  observe({{"route_id", fresh["route_id"]}, {"hit_tokens", 4}, {"worker", "w1"}}, 409);
+  observe({{"route_id", fresh["route_id"]}, {"hit_tokens", 23}}, 400);  // past its 22 tokens
+  for (int i = 0; i < 3; ++i) route(http, {{"tokens", request}, {"page_size", 4}});
+  observe({{"route_id", fresh["route_id"]}, {"hit_tokens", 4}}, 410);  // 3 routes kept: forgotten
+  CHECK(http.Get("/observe")->status == 405);
+  CHECK(router_metric(http, "radixkv_router_observations_refused_total{reason=\"duplicate\"}") ==
+        1);
+  CHECK(router_metric(http, "radixkv_router_observations_refused_total{reason=\"unknown\"}") == 2);
+  CHECK(router_metric(http, "radixkv_router_observations_refused_total{reason=\"malformed\"}") ==
+        2);
+  CHECK(router_metric(http, "radixkv_router_observations_refused_total{reason=\"wrong_worker\"}") ==
+        1);
+  CHECK(router_metric(http, "radixkv_router_observations_refused_total{reason=\"too_large\"}") ==
+        1);
+  CHECK(router_metric(http, "radixkv_router_observations_refused_total{reason=\"expired\"}") == 1);
+  CHECK(router_metric(http, "radixkv_router_observations_total{worker=\"w0\"}") == 2);
+  service.stop();
+}
+
+TEST_CASE("the Grafana dashboard's router panels query only what the router exports") {
+  RouterOptions options;
+  options.workers = {{"w0", "tcp://127.0.0.1:1", "tcp://127.0.0.1:2"}};
+  options.http_port = 0;
+  RouterService service(options);
+  std::set<std::string> exported;  // every sample's name, a histogram's _bucket/_sum/_count too
+  std::istringstream lines(service.metrics());
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line[0] != '#') exported.insert(line.substr(0, line.find_first_of("{ ")));
+  }
+  const nlohmann::json dashboard = nlohmann::json::parse(
+      std::ifstream(std::string(RADIXKV_TESTS_DIR) + "/../docs/grafana-dashboard.json"));
+  const std::regex name("radixkv_router_[a-z_]+");
+  std::size_t queried = 0;
+  for (const auto& panel : dashboard.at("panels")) {
+    for (const auto& target : panel.at("targets")) {
+      const std::string expr = target.at("expr");
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name);
+           it != std::sregex_iterator(); ++it) {
+        CAPTURE(expr);
+        CHECK_MESSAGE(exported.contains(it->str()), it->str() << " is not exported");
+        ++queried;
+      }
+    }
+  }
+  CHECK(queried >= 8);
 }

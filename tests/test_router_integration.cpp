@@ -106,6 +106,17 @@ TEST_CASE("router: processes: the index is the union of two workers' pages, acro
   CHECK(answer["worker"] == "w1");
   CHECK(answer["outcome"] == "no_overlap");
   CHECK(router.metric("radixkv_router_decisions_total{outcome=\"prefix_hit\"}") == 2);
+  // The engine posts what it reused for that route: nothing predicted, 4 delivered.
+  CHECK(answer["predicted_hit_tokens"] == 0);
+  const auto observed = router.http->Post(
+      "/observe", nlohmann::json{{"route_id", answer["route_id"]}, {"hit_tokens", 4}}.dump(),
+      "application/json");
+  REQUIRE(observed);
+  CHECK_MESSAGE(observed->status == 200, observed->body);
+  CHECK(router.metric("radixkv_router_overlap_underpredicted_tokens_total{worker=\"w1\"}") == 4);
+  CHECK(router.http->Post("/observe", observed->body.substr(0, 5), "application/json")->status ==
+        400);
+  CHECK(router.metric("radixkv_router_observations_refused_total{reason=\"malformed\"}") == 1);
   router.terminate();
 }
 
@@ -146,6 +157,10 @@ TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
        "--worker w0=nonsense,tcp://127.0.0.1:2: endpoint 'nonsense': expected TRANSPORT://"},
       {{"--worker", "w0=tcp://256.1.1.1:5557,tcp://127.0.0.1:2"},
        "endpoint 'tcp://256.1.1.1:5557': '256.1.1.1' is not an IPv4 address"},
+      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--max-pending-routes", "0"},
+       "--max-pending-routes"},
+      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--route-ttl", "0"},
+       "--route-ttl"},
   };
   for (const auto& [args, names] : cases) {
     CAPTURE(names);

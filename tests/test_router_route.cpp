@@ -263,8 +263,10 @@ TEST_CASE("router: a body of 100,000 nested arrays is refused, quickly, as too d
 
 TEST_CASE("router: the JSON the router answers with") {
   const RouteDecision d = choose_worker({candidate("a", 6, 2, 5.5), candidate("b", 0, 0)}, 10, {});
-  const nlohmann::json out = nlohmann::json::parse(render_route_decision(d));
+  const nlohmann::json out = nlohmann::json::parse(render_route_decision(d, "00ff-7", 96));
   CHECK(out["worker"] == "a");
+  CHECK(out["route_id"] == "00ff-7");
+  CHECK(out["predicted_hit_tokens"] == 96);
   CHECK(out["outcome"] == "prefix_hit");
   CHECK(out["request_blocks"] == 10.0);
   REQUIRE(out["candidates"].size() == 2);

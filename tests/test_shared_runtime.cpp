@@ -289,3 +289,143 @@ TEST_CASE("SharedRuntime over a caller's pool: shards split its ids exactly, rem
   CHECK_THROWS_WITH_AS(SharedRuntime(claimed, 2), doctest::Contains("a runtime uses"),
                        std::logic_error);
 }
+
+namespace {
+
+// One request's life through either front: admit, prefill in two chunks, a few decode tokens,
+// finish (or abort). `Front` is SharedRuntime (handles SharedHandle) or PrefixCacheRuntime.
+template <typename Admit, typename Commit, typename Append, typename End>
+void serve_one(std::mt19937_64& rng, const std::vector<TokenId>& prompt, Admit admit, Commit commit,
+               Append append, End end) {
+  const auto [ok, reused] = admit();
+  if (!ok) return;
+  const auto length = static_cast<uint32_t>(prompt.size());
+  commit(reused + (length - reused) / 2);
+  commit(length);
+  for (uint64_t t = 0, n = rng() % 6; t < n; ++t) {
+    if (!append(static_cast<TokenId>(rng() % 4))) return end(false);
+  }
+  end(rng() % 5 != 0);
+}
+
+// A stream of requests over 5 namespaces: shared system prompts, short messages over a small
+// alphabet (so that partial pages match), some long enough to evict.
+struct RequestStream {
+  explicit RequestStream(uint64_t seed) : rng(seed) {}
+  std::pair<Namespace, std::vector<TokenId>> next() {
+    const Namespace ns = rng() % 5;
+    std::vector<TokenId> prompt(12 + 4 * (rng() % 3), static_cast<TokenId>(ns * 100 + rng() % 2));
+    for (uint64_t i = 0, n = 1 + rng() % (rng() % 8 == 0 ? 40 : 10); i < n; ++i) {
+      prompt.push_back(static_cast<TokenId>(rng() % 3));
+    }
+    return {ns, prompt};
+  }
+  std::mt19937_64 rng;
+};
+
+}  // namespace
+
+// SharedRuntime::stats() is every field of its shards' stats summed. The oracle: one
+// PrefixCacheRuntime per shard, over a pool of the shard's pages with its budget, serving exactly
+// the requests whose namespace lands on that shard, in the same order; their stats, summed field
+// by field, must be the shared runtime's. Partial reuse on, so that partial hits count too.
+TEST_CASE("SharedRuntime: stats() sums every field of the shards, against separate runtimes") {
+  const KvLayout layout{1, 1, 4, 2, 4};  // 4-token pages of 64 bytes
+  for (uint32_t shards : {1u, 3u}) {
+    CAPTURE(shards);
+    const RuntimeConfig config{40 * 64, 0.9, 0.7, "lru", true};
+    SharedRuntime shared(layout, 48, shards, config);
+    std::vector<std::unique_ptr<PagePool>> pools;
+    std::vector<std::unique_ptr<PrefixCacheRuntime>> alone;
+    for (uint32_t i = 0; i < shards; ++i) {
+      pools.push_back(std::make_unique<PagePool>(layout, shared.shard_size(i).pages));
+      RuntimeConfig own = config;
+      own.cache_bytes = shared.shard_size(i).cache_bytes;
+      alone.push_back(std::make_unique<PrefixCacheRuntime>(*pools.back(), own));
+    }
+    RequestStream stream(11);
+    for (uint64_t r = 0; r < 600; ++r) {
+      const auto [ns, prompt] = stream.next();
+      const uint64_t seed = stream.rng();
+      std::mt19937_64 a(seed), b(seed);  // both fronts take the same decode and end choices
+      SharedHandle handle;
+      serve_one(
+          a, prompt,
+          [&] {
+            const SharedAdmit got = shared.admit({r, ns, prompt, kDefaultPriority});
+            handle = got.handle;
+            return std::pair(got.ok(), got.reused_tokens);
+          },
+          [&](uint32_t n) { shared.commit(handle, n); },
+          [&](TokenId t) { return shared.append_token(handle, t).ok(); },
+          [&](bool finish) { finish ? (void)shared.finish(handle) : shared.abort(handle); });
+      PrefixCacheRuntime& own = *alone[shared.shard_of(ns)];
+      SeqHandle seq;
+      serve_one(
+          b, prompt,
+          [&] {
+            const AdmitResult got = own.admit({r, ns, prompt, kDefaultPriority});
+            seq = got.seq;
+            return std::pair(got.ok(), got.reused_tokens);
+          },
+          [&](uint32_t n) { own.commit(seq, n); },
+          [&](TokenId t) { return own.append_token(seq, t).ok(); },
+          [&](bool finish) { finish ? (void)own.finish(seq) : own.abort(seq); });
+    }
+    RuntimeStats sum;
+    for (const auto& runtime : alone) {
+      const RuntimeStats& s = runtime->stats();
+      sum.admits += s.admits;
+      sum.admit_no_space += s.admit_no_space;
+      sum.admit_too_large += s.admit_too_large;
+      sum.extend_no_space += s.extend_no_space;
+      sum.finishes += s.finishes;
+      sum.aborts += s.aborts;
+      sum.prompt_tokens += s.prompt_tokens;
+      sum.reused_tokens += s.reused_tokens;
+      sum.device_hit_tokens += s.device_hit_tokens;
+      sum.host_hit_tokens += s.host_hit_tokens;
+      sum.remote_hit_tokens += s.remote_hit_tokens;
+      sum.prefill_tokens += s.prefill_tokens;
+      sum.decode_tokens += s.decode_tokens;
+      sum.committed_pages += s.committed_pages;
+      sum.duplicate_pages += s.duplicate_pages;
+      sum.evicted_pages += s.evicted_pages;
+      sum.uncached_pages += s.uncached_pages;
+      sum.peak_cached_pages += s.peak_cached_pages;
+      sum.remote_no_staging += s.remote_no_staging;
+      sum.partial_hit_tokens += s.partial_hit_tokens;
+    }
+    const RuntimeStats got = shared.stats();
+    CHECK(got.admits == sum.admits);
+    CHECK(got.admit_no_space == sum.admit_no_space);
+    CHECK(got.admit_too_large == sum.admit_too_large);
+    CHECK(got.extend_no_space == sum.extend_no_space);
+    CHECK(got.finishes == sum.finishes);
+    CHECK(got.aborts == sum.aborts);
+    CHECK(got.prompt_tokens == sum.prompt_tokens);
+    CHECK(got.reused_tokens == sum.reused_tokens);
+    CHECK(got.device_hit_tokens == sum.device_hit_tokens);
+    CHECK(got.host_hit_tokens == sum.host_hit_tokens);
+    CHECK(got.remote_hit_tokens == sum.remote_hit_tokens);
+    CHECK(got.prefill_tokens == sum.prefill_tokens);
+    CHECK(got.decode_tokens == sum.decode_tokens);
+    CHECK(got.committed_pages == sum.committed_pages);
+    CHECK(got.duplicate_pages == sum.duplicate_pages);
+    CHECK(got.evicted_pages == sum.evicted_pages);
+    CHECK(got.uncached_pages == sum.uncached_pages);
+    CHECK(got.peak_cached_pages == sum.peak_cached_pages);
+    CHECK(got.remote_no_staging == sum.remote_no_staging);
+    CHECK(got.partial_hit_tokens == sum.partial_hit_tokens);
+    // What the sums are over: hits of each kind, evictions, and the metrics agree.
+    CHECK(got.device_hit_tokens > 0);
+    CHECK(got.partial_hit_tokens > 0);
+    CHECK(got.evicted_pages > 0);
+    // One tier: every hit is a whole device page or part of one.
+    CHECK(got.device_hit_tokens + got.partial_hit_tokens == got.reused_tokens);
+    const RuntimeMetrics m = shared.metrics();
+    CHECK(m.prompt_tokens == got.prompt_tokens);
+    CHECK(m.evicted_pages == got.evicted_pages);
+    CHECK(shared.check() == 0);
+  }
+}

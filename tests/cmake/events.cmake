@@ -15,14 +15,16 @@ radixkv_add_test(test_events
 radixkv_add_test(test_event_publisher SOURCES test_event_publisher.cpp
   LIBS radixkv_events cppzmq Threads::Threads LABELS threads)
 
-radixkv_add_test(test_router SOURCES test_router_index.cpp test_router_route.cpp
+radixkv_add_test(test_router
+  SOURCES test_router_index.cpp test_router_route.cpp test_router_observe.cpp
   LIBS radixkv_router radixkv_test_events nlohmann_json::nlohmann_json radixkv::xxhash
-       msgpackc-cxx)
+       msgpackc-cxx fmt::fmt)
 
 radixkv_add_test(test_router_feed SOURCES test_router_feed.cpp
   LIBS radixkv_router_service radixkv_test_events cppzmq PkgConfig::HTTPLIB
        nlohmann_json::nlohmann_json Threads::Threads
   LABELS threads)
+target_compile_definitions(test_router_feed PRIVATE RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 
 # Python's msgpack and zmq are Debian's: the Debian interpreter, not whatever python3 is first on
 # PATH (a pyenv one lacks them).

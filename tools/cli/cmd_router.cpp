@@ -54,7 +54,7 @@ int run_router_command(std::span<const std::string> args, std::ostream& out, std
             "weight in [0, 1] of a block on MEDIUM (repeat; defaults GPU=1, CPU=0.8, DISK=0.3, "
             "*=0.3 for any other: llm-d's tiered scorer)");
   uint64_t max_batch_bytes = f.max_batch_bytes, max_body_bytes = f.max_body_bytes,
-           max_connections = f.max_connections;
+           max_connections = f.max_connections, max_pending_routes = f.max_pending_routes;
   cli.size("--max-batch-bytes", max_batch_bytes,
            "a larger KV event message drops its connection (default 64MiB)");
   cli.size("--max-body-bytes", max_body_bytes,
@@ -67,11 +67,20 @@ int run_router_command(std::span<const std::string> args, std::ostream& out, std
             fmt::format("open HTTP connections; past it new ones are closed (default {})",
                         f.max_connections),
             1);
+  cli.count("--max-pending-routes", max_pending_routes, "N",
+            fmt::format("routes kept for POST /observe; an older one is forgotten (default {})",
+                        f.max_pending_routes),
+            1, 1u << 24);
+  cli.real(
+      "--route-ttl", f.route_ttl_seconds, "SECONDS",
+      fmt::format("a route older than this cannot be observed (default {})", f.route_ttl_seconds),
+      0.001, 86400);
   if (!cli.parse(args, out)) return kExitOk;  // --help
   f.max_index_pages = max_index_pages;
   f.max_batch_bytes = max_batch_bytes;
   f.max_body_bytes = max_body_bytes;
   f.max_connections = max_connections;
+  f.max_pending_routes = max_pending_routes;
   return router::run_router(f, out, err);
 }
 
