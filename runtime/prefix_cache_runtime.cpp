@@ -23,6 +23,16 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
   return CacheBudget(budget, pool.bytes_per_page());
 }
 
+// The device policy: config.policy, under a quota layer when quotas are given.
+std::unique_ptr<EvictionPolicy> make_device_policy(const PagePool& pool,
+                                                   const RuntimeConfig& config) {
+  if (config.quotas.empty()) return config.policy.make();
+  const PolicyChoice& choice = config.policy;
+  return std::make_unique<QuotaPolicy>(
+      [&choice] { return choice.make(); },
+      quota_pages(config.quotas, make_budget(pool, config), pool.bytes_per_page()));
+}
+
 // The host tier's budget (its whole pool when cache_bytes is 0); errors name the host tier.
 std::optional<CacheBudget> make_host_budget(const HostTierConfig& host) {
   if (host.pool == nullptr) return std::nullopt;
@@ -108,12 +118,17 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       partial_copier_(config.partial_reuse ? make_page_copier(pool) : nullptr),
-      tree_(pool, config.policy.make()),
+      tree_(pool, make_device_policy(pool, config)),
       tree_evictor_(tree_),
+      tree_ledger_(tree_),
       allocator_(pool, tree_evictor_, make_budget(pool, config)),
       host_budget_(make_host_budget(tiers.host)) {
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
   if (host_budget_) tree_.add_host_tier(host_setup(tiers.host, *host_budget_, copier));
+  if (!config.quotas.empty()) {
+    tree_.count_namespace_pages();
+    static_cast<QuotaPolicy&>(tree_.policy()).attach(&tree_ledger_);
+  }
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.remote != nullptr) {
     if (tiers.host.pool == nullptr && pool.backend().storage() == StorageKind::kDevice) {

@@ -137,6 +137,10 @@ struct RuntimeConfig {
   // Reuse the matching leading tokens of a cached page by copying it (admit, above). Off by
   // default: whole-page reuse is what radixkv's replays and their oracles model.
   bool partial_reuse = false;
+  // Per-namespace (tenant) min and max shares of the device budget (eviction/quota_policy.h): the
+  // policy above runs once per namespace named here (and once for all others) under QuotaPolicy's
+  // rule. Empty: no quotas, the policy alone.
+  std::vector<NamespaceQuota> quotas{};
 };
 
 // What lies beyond the device pool: a host tier, page hashes and the tier events. Apart from
@@ -403,6 +407,7 @@ class PrefixCacheRuntime {
   std::unique_ptr<PageCopier> partial_copier_;  // within pool_: partial-page reuse, when on
   RadixTree tree_;
   TreeEvictor tree_evictor_;  // the budget's view of tree_
+  TreeLedger tree_ledger_;    // the quota layer's, when RuntimeConfig::quotas are given
   BudgetedAllocator allocator_;
   std::optional<CacheBudget> host_budget_;
   std::vector<detail::Sequence> slots_;
