@@ -348,3 +348,35 @@ TEST_CASE("quota: bad quotas are refused with the namespace and the reason") {
   refused({{1, Watermark::of_bytes(1 << 20), 1.0}},
           "namespace 1: min 1048576 bytes is more than the budget of 64 pages");
 }
+
+TEST_CASE("quota: the tree's per-namespace counts hold through a host tier and its loads") {
+  for (const char* write : {"write_back", "write_through"}) {
+    CAPTURE(write);
+    const KvLayout layout{1, 1, 4, 2, kPageTokens};
+    PagePool pool(layout, kPoolPages);
+    PagePool host(layout, 2 * kPoolPages);
+    TierConfig tiers;
+    tiers.host.pool = &host;
+    tiers.host.write_policy = write;
+    PrefixCacheRuntime runtime(pool, RuntimeConfig{.quotas = {{1, 0.25, 0.5}, {2, 0.0, 0.25}}},
+                               tiers);
+    std::mt19937_64 rng(7);
+    uint64_t loaded = 0;
+    for (int step = 0; step < 400; ++step) {
+      const Namespace ns = rng() % 4;
+      // Prompts that share prefixes within a namespace: loads from the host, splits, demotions.
+      const auto prompt = prompt_of(ns, static_cast<uint32_t>(rng() % 12), 1 + rng() % 6);
+      const AdmitResult r = runtime.admit({static_cast<uint64_t>(step), ns, prompt});
+      if (r.ok()) {
+        loaded += r.host_hit_tokens;
+        runtime.wait_load(r.load_ticket);
+        runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+        runtime.finish(r.seq);
+      }
+      if (step % 50 == 49) runtime.evict(10);
+      runtime.check_accounting();  // verify(): each namespace's count against its pages
+    }
+    CHECK(loaded > 0);
+    CHECK(runtime.tree().stats().written_pages + runtime.tree().stats().dropped_pages > 0);
+  }
+}
