@@ -61,10 +61,21 @@ void EventBatcher::stored(Tier tier, Namespace ns, std::optional<PageHash> paren
 }
 
 void EventBatcher::removed(Tier tier, std::span<const PageHash> hashes) {
+  remove(tier, hashes, std::nullopt);
+}
+
+void EventBatcher::removed_because(Tier tier, std::span<const PageHash> hashes,
+                                   RemovalReason reason) {
+  remove(tier, hashes, std::string(to_string(reason)));
+}
+
+void EventBatcher::remove(Tier tier, std::span<const PageHash> hashes,
+                          std::optional<std::string> reason) {
   if (hashes.empty()) return;
   BlockRemoved* last = pending_.empty() ? nullptr : std::get_if<BlockRemoved>(&pending_.back());
-  if (last == nullptr || last->medium != medium(tier)) {
-    pending_.emplace_back(BlockRemoved{.block_hashes = {}, .medium = medium(tier)});
+  if (last == nullptr || last->medium != medium(tier) || last->reason != reason) {
+    pending_.emplace_back(
+        BlockRemoved{.block_hashes = {}, .medium = medium(tier), .reason = std::move(reason)});
     last = &std::get<BlockRemoved>(pending_.back());
   }
   for (const PageHash& hash : hashes) last->block_hashes.push_back(block_hash(hash));

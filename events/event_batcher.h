@@ -6,8 +6,9 @@
 //               token_ids, block_size = page_tokens, medium = the tier's name, lora_* = nil,
 //               extra_keys = [(ns,), nil...] at the root of a namespace other than 0, else nil
 //               (events/block_hash.h)}
-//   removed  -> BlockRemoved{block hashes, medium}; a removal right after another removal from the
-//               same tier joins it (the same change, one event instead of one per page)
+//   removed  -> BlockRemoved{block hashes, medium, reason (removed_because: RemovalReason's name;
+//               removed: none)}; a removal right after another removal from the same tier for the
+//               same reason joins it (the same change, one event instead of one per page)
 //   cleared  -> AllBlocksCleared
 //   flush    -> the batch {ts = clock(), events, data_parallel_rank} goes to the sink, unless it
 //               is empty (a call that changed nothing publishes nothing)
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "events/kv_event.h"
@@ -43,6 +45,7 @@ class EventBatcher final : public TierEvents {
   void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
               std::span<const PageHash> hashes, std::span<const TokenId> tokens) override;
   void removed(Tier tier, std::span<const PageHash> hashes) override;
+  void removed_because(Tier tier, std::span<const PageHash> hashes, RemovalReason reason) override;
   void cleared() override;
   void flush() override;
 
@@ -51,6 +54,7 @@ class EventBatcher final : public TierEvents {
 
  private:
   const std::string& medium(Tier tier) const;
+  void remove(Tier tier, std::span<const PageHash> hashes, std::optional<std::string> reason);
 
   EventBatcherOptions options_;
   Sink sink_;

@@ -150,13 +150,19 @@ class Writer {
               [this](int64_t v) { pk_.pack(v); });
   }
   void write(const BlockRemoved& e) {
-    const uint32_t extra = defaulted_fields({e.group_idx.has_value()});
+    const uint32_t extra = defaulted_fields({e.group_idx.has_value(), e.reason.has_value()});
     event("BlockRemoved", 2 + extra);
     key("block_hashes");
     list(e.block_hashes);
     key("medium");
     optional(e.medium);
-    defaulted("group_idx", e.group_idx, extra > 0, [this](int64_t v) { pk_.pack(v); });
+    const auto written = [&](uint32_t i, bool is_set) {
+      return encoding_ == EventEncoding::kMap ? is_set : i < extra;
+    };
+    defaulted("group_idx", e.group_idx, written(0, e.group_idx.has_value()),
+              [this](int64_t v) { pk_.pack(v); });
+    defaulted("reason", e.reason, written(1, e.reason.has_value()),
+              [this](const std::string& v) { str(v); });
   }
   void write(const AllBlocksCleared&) { event("AllBlocksCleared", 0); }
 
@@ -326,6 +332,7 @@ class Fields {
     return *value;
   }
   std::string path(std::string_view name) const { return path_ + "." + std::string(name); }
+  bool is_map() const { return o_.type == msgpack::type::MAP; }
 
  private:
   const msgpack::object& o_;
@@ -370,6 +377,12 @@ BlockRemoved read_block_removed(const Fields& f) {
       read_list<BlockHash>(f.required("block_hashes"), f.path("block_hashes"), read_hash);
   e.medium = read_optional<std::string>(f.find("medium"), f.path("medium"), read_str);
   e.group_idx = read_optional<int64_t>(f.find("group_idx"), f.path("group_idx"), read_int);
+  // radixkv's reason: a map's "reason" must be a string; in an array its slot comes after vLLM's
+  // fields, where a later vLLM field of another type would be, which is then ignored as a field
+  // this decoder does not know.
+  const msgpack::object* reason = f.find("reason");
+  if (reason != nullptr && (f.is_map() || reason->type == msgpack::type::STR))
+    e.reason = read_optional<std::string>(reason, f.path("reason"), read_str);
   return e;
 }
 
@@ -395,7 +408,8 @@ KvEvent read_event(const msgpack::object& o, const std::string& path) {
                                     offset));
   }
   if (tag == "BlockRemoved") {
-    return read_block_removed(Fields(o, path, {"block_hashes", "medium", "group_idx"}, offset));
+    return read_block_removed(
+        Fields(o, path, {"block_hashes", "medium", "group_idx", "reason"}, offset));
   }
   if (tag == "AllBlocksCleared") return AllBlocksCleared{};
   fail(path,

@@ -6,7 +6,12 @@
 //   BlockStored       consecutive blocks of one path entered `medium`: block_hashes[0]'s parent is
 //                     parent_block_hash (none at a namespace root); token_ids are the blocks'
 //                     tokens concatenated (block_hashes.size() * block_size of them).
-//   BlockRemoved      the blocks left `medium` (they may still be on another medium).
+//   BlockRemoved      the blocks left `medium` (they may still be on another medium); `reason`,
+//                     radixkv's extension after vLLM's fields, says why (radix/tier_events.h,
+//                     RemovalReason: "evicted", "demoted", "promoted", "cleared"). It is the last
+//                     element of the array encoding and a key of the map one; a decoder written
+//                     for vLLM ignores it (msgspec drops an array_like struct's extra trailing
+//                     elements and a map's unknown keys; docs/events.md).
 //   AllBlocksCleared  every block left every medium.
 //
 // A block hash is the engine's name for a block. vLLM's ExternalBlockHash is bytes (SHA-256 of the
@@ -57,6 +62,7 @@ struct BlockRemoved {
   std::vector<BlockHash> block_hashes;
   std::optional<std::string> medium;
   std::optional<int64_t> group_idx{};
+  std::optional<std::string> reason{};  // radixkv's: why they left (above)
   friend bool operator==(const BlockRemoved&, const BlockRemoved&) = default;
 };
 

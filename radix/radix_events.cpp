@@ -19,6 +19,20 @@ std::string_view to_string(Tier tier) {
   return "unknown";
 }
 
+std::string_view to_string(RemovalReason reason) {
+  switch (reason) {
+    case RemovalReason::kEvicted:
+      return "evicted";
+    case RemovalReason::kDemoted:
+      return "demoted";
+    case RemovalReason::kPromoted:
+      return "promoted";
+    case RemovalReason::kCleared:
+      return "cleared";
+  }
+  return "unknown";
+}
+
 void RadixTree::enable_page_hashes() {
   if (page_hashes()) return;
   check_empty("enable_page_hashes");
@@ -76,9 +90,11 @@ void RadixTree::emit_stored(Tier tier, const RadixNode* node, uint32_t first, ui
       {node->token_array() + size_t{first} * page_tokens_, size_t{count} * page_tokens_});
 }
 
-void RadixTree::emit_removed(Tier tier, const RadixNode* node, uint32_t i) {
-  events_->removed(tier, tier == Tier::kDevice ? device_hash(node->page_array()[i])
-                                               : host_tier_->hash(node->host_->page_ids[i]));
+void RadixTree::emit_removed(Tier tier, const RadixNode* node, uint32_t i, RemovalReason reason) {
+  events_->removed(tier,
+                   tier == Tier::kDevice ? device_hash(node->page_array()[i])
+                                         : host_tier_->hash(node->host_->page_ids[i]),
+                   reason);
 }
 
 PageHash RadixTree::emit_dropping(Tier tier, const RadixNode* node, uint32_t i,

@@ -292,6 +292,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
     x->pages += x->host_only_;
     x->host_only_ = 0;
     cached_pages_ += n;
+    count_pages(x, n);
     if (x->lock_count_ > 0) {
       protected_pages_ += n;
       h.pinned -= n;
@@ -300,7 +301,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
     if (h.write.write_back()) {
       // The host copies leave the trie: at once, or when the load reading them is done.
       for (uint32_t i = before; i < x->num_pages(); ++i) {
-        if (events_) emit_removed(Tier::kHost, x, i);
+        if (events_) emit_removed(Tier::kHost, x, i, RemovalReason::kPromoted);
         if (ticket == 0) {
           release_host_page(x, i);
           continue;
@@ -403,7 +404,7 @@ uint64_t RadixTree::evict_tiered(uint64_t n, std::vector<PageId>* evicted) {
       if (entry == nullptr) break;
       auto* x = static_cast<RadixNode*>(entry);
       if (evicted != nullptr) evicted->push_back(x->page_array()[x->pages - 1]);
-      stats_.evicted_nodes += drop_from(x, x->pages - 1).nodes;
+      stats_.evicted_nodes += drop_from(x, x->pages - 1, RemovalReason::kEvicted).nodes;
     }
     stats_.evicted_pages += released;
     return released;
@@ -454,18 +455,19 @@ uint64_t RadixTree::evict_tiered(uint64_t n, std::vector<PageId>* evicted) {
       // A drop may take host pages of this batch (below x): their copies must be done first.
       // (Drops come before writes, except when a host part could not be allocated.)
       if (!h.transfers.empty()) finish_write_back();
-      const DropResult dropped = drop_from(x, i);
+      const DropResult dropped = drop_from(x, i, RemovalReason::kEvicted);
       stats_.dropped_pages += dropped.pages;
       stats_.evicted_nodes += dropped.nodes;
       continue;
     }
-    if (events_) emit_removed(Tier::kDevice, x, i);
+    if (events_) emit_removed(Tier::kDevice, x, i, RemovalReason::kDemoted);
     if (!written) pool_.release(page);
     marked(page) = false;
     x->page_array()[i] = kInvalidPage;
     const uint32_t before = x->pages--;
     ++x->host_only_;
     --cached_pages_;
+    count_pages(x, -1);
     sync_device_policy(x);
     sync_host_policy(x);
     device_count_changed(x, before);
@@ -488,7 +490,7 @@ void RadixTree::finish_write_back() {
   h.sources.clear();
 }
 
-RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
+RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first, RemovalReason reason) {
   DropResult result;
   // Releases edge pages [from, edge) of x on both tiers, telling the events which tier each page
   // leaves the trie from (the lowest that holds it). `parent`: the hash of the page before.
@@ -498,14 +500,15 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first) {
       const bool on_host = x->host_ != nullptr && x->host_->page_ids[i] != kInvalidPage;
       if (events_) parent = emit_dropping(on_host ? Tier::kHost : Tier::kDevice, x, i, parent);
       if (i < x->pages) {
-        if (events_) emit_removed(Tier::kDevice, x, i);
+        if (events_) emit_removed(Tier::kDevice, x, i, reason);
         marked(x->page_array()[i]) = false;
         pool_.release(x->page_array()[i]);
         x->page_array()[i] = kInvalidPage;
         --cached_pages_;
+        count_pages(x, -1);
       }
       if (on_host) {
-        if (events_) emit_removed(Tier::kHost, x, i);
+        if (events_) emit_removed(Tier::kHost, x, i, reason);
         release_host_page(x, i);
       }
       ++result.pages;
@@ -559,7 +562,7 @@ void RadixTree::evict_one_host_page(RadixNode* leaf) {
   const uint32_t tail = leaf->num_pages() - 1;  // on the host only: the leaf is host-evictable
   if (events_) {
     emit_dropping(Tier::kHost, leaf, tail, parent_hash(leaf, tail));
-    emit_removed(Tier::kHost, leaf, tail);
+    emit_removed(Tier::kHost, leaf, tail, RemovalReason::kEvicted);
   }
   release_host_page(leaf, tail);
   --leaf->host_only_;

@@ -283,6 +283,7 @@ InsertResult RadixTree::insert_below(RadixNode* from, std::span<const TokenId> t
     if (policy_->contains(*end)) policy_->remove(*end);  // no longer a leaf
     for (PageId page : fresh) pool_.retain(page);
     cached_pages_ += fresh.size();
+    count_pages(leaf, static_cast<int64_t>(fresh.size()));
     end = leaf;
     if (extras_) {
       if (page_hashes()) hash_new_pages(leaf, 0);
@@ -472,17 +473,18 @@ void RadixTree::erase_leaf(RadixNode* node) {
         node->is_root(), node->num_children(), node->lock_count_));
   }
   if (host_tier_ != nullptr) {
-    drop_from(node, 0);
+    drop_from(node, 0, RemovalReason::kCleared);
     return;
   }
   PageHash parent = events_ ? parent_hash(node, 0) : PageHash{};
   for (uint32_t i = 0; i < node->pages; ++i) {
     if (events_) parent = emit_dropping(Tier::kDevice, node, i, parent);
-    if (events_) emit_removed(Tier::kDevice, node, i);
+    if (events_) emit_removed(Tier::kDevice, node, i, RemovalReason::kCleared);
     marked(node->page_array()[i]) = false;
     pool_.release(node->page_array()[i]);
   }
   cached_pages_ -= node->pages;
+  count_pages(node, -int64_t{node->pages});
   node->pages = 0;
   --node->parent_->device_children_;
   remove_leaf(node);
@@ -512,6 +514,7 @@ uint64_t RadixTree::evict_pages(uint64_t n, std::vector<PageId>* evicted) {
       pool_.release(page);
     }
     cached_pages_ -= take;
+    count_pages(leaf, -int64_t{take});
     released += take;
     if (leaf->pages == 0) {
       --leaf->parent_->device_children_;
@@ -521,6 +524,16 @@ uint64_t RadixTree::evict_pages(uint64_t n, std::vector<PageId>* evicted) {
   }
   stats_.evicted_pages += released;
   return released;
+}
+
+void RadixTree::count_namespace_pages() {
+  check_empty("count_namespace_pages");
+  count_namespaces_ = true;
+}
+
+uint64_t RadixTree::namespace_pages(Namespace ns) const {
+  const auto it = namespace_pages_.find(ns);
+  return it == namespace_pages_.end() ? 0 : it->second;
 }
 
 void RadixTree::check_empty(const char* operation) const {
@@ -540,6 +553,7 @@ void RadixTree::clear() {
   }
   release_everything();  // namespace roots come back on first use
   cached_pages_ = 0;
+  namespace_pages_.clear();
   if (host_tier_) host_tier_->cached = 0;
   if (events_) events_->cleared();
 }

@@ -168,6 +168,11 @@ class RadixTree final {
   uint64_t evict_pages(uint64_t n, std::vector<PageId>* evicted = nullptr);
 
   uint64_t protected_pages() const noexcept { return protected_pages_; }
+  // Device pages per namespace (pinned ones included), kept from count_namespace_pages() on (only
+  // on an empty tree; throws std::invalid_argument otherwise): the quota layer's ledger
+  // (eviction/quota_policy.h). Each change walks the changed node's path to its root.
+  void count_namespace_pages();
+  uint64_t namespace_pages(Namespace ns) const;
   // The root of namespace `ns` (its children are the namespace's first edges), or nullptr when the
   // namespace has never been used since the tree was built or cleared.
   const RadixNode* namespace_root(Namespace ns) const { return find_root(ns); }
@@ -291,6 +296,10 @@ class RadixTree final {
            node->device_children_ == 0;
   }
   void remove_leaf(RadixNode* node);
+  // `node`'s namespace gained (or lost, negative) `delta` device pages.
+  void count_pages(const RadixNode* node, int64_t delta) {
+    if (count_namespaces_) namespace_pages_[node->name_space()] += static_cast<uint64_t>(delta);
+  }
   void remove_tiered_leaf(RadixNode* node);
   void check_node(const RadixNode* node, const char* operation) const;
   void check_empty(const char* operation) const;
@@ -322,7 +331,8 @@ class RadixTree final {
   void back_up_hot_path(RadixNode* node);
   uint32_t promote_host_run(RadixNode* end, std::span<const PageId> device_pages,
                             CopyTicket ticket);
-  DropResult drop_from(RadixNode* node, uint32_t first);
+  // Pages [first, edge) of node and everything below leave the trie; `reason` for the events.
+  DropResult drop_from(RadixNode* node, uint32_t first, RemovalReason reason);
   void release_host_page(RadixNode* node, uint32_t i);
   void evict_one_host_page(RadixNode* leaf);
 
@@ -330,7 +340,7 @@ class RadixTree final {
   PageHash parent_hash(const RadixNode* node, uint32_t i) const;
   void hash_new_pages(const RadixNode* node, uint32_t first);
   void emit_stored(Tier tier, const RadixNode* node, uint32_t first, uint32_t count);
-  void emit_removed(Tier tier, const RadixNode* node, uint32_t i);
+  void emit_removed(Tier tier, const RadixNode* node, uint32_t i, RemovalReason reason);
   // Tells the sink that page i of node leaves the trie from `tier`; `parent` is the hash of the
   // page before it, passed in because that page (or its node) may be gone already when a subtree
   // is dropped. Returns page i's hash: the next page's parent.
@@ -359,6 +369,8 @@ class RadixTree final {
   std::unique_ptr<HostTier> host_tier_;
   std::vector<PageHash> device_hashes_;  // per pool page (as in_tree_), when page hashes are on
   std::unique_ptr<EventBuffer> events_;
+  std::unordered_map<Namespace, uint64_t> namespace_pages_;  // when count_namespaces_
+  bool count_namespaces_ = false;
   bool extras_ = false;  // a host tier, page hashes or events: what a plain cache skips
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include "kv_store/heap.h"
@@ -26,6 +27,7 @@ void RadixTree::verify() const {
   std::vector<bool> seen(pool_.capacity_pages(), false);
   std::vector<bool> host_seen(host_tier_ ? host_tier_->pool.capacity_pages() : 0, false);
   std::vector<std::pair<const RadixNode*, Namespace>> stack;  // nodes and their namespace
+  std::unordered_map<Namespace, uint64_t> namespace_pages;    // device pages per namespace
   for (const auto& [ns, root] : roots_) {
     if (root->parent_ != nullptr || root->num_pages() != 0 || root->pages != 0 || root->ns_ != ns ||
         root->host_ != nullptr) {
@@ -40,6 +42,7 @@ void RadixTree::verify() const {
     const RadixNode* node = stack.back().first;
     const Namespace ns = stack.back().second;
     stack.pop_back();
+    if (node->pages > 0) namespace_pages[ns] += node->pages;
     const std::string where =
         fmt::format("node (ns {}, depth {} pages, {} pages, {} on the device)", ns,
                     node->prefix_pages, node->num_pages(), node->pages);
@@ -162,6 +165,18 @@ void RadixTree::verify() const {
   }
   if (cached != cached_pages_)
     fail(fmt::format("cached pages {} != counter {}", cached, cached_pages_));
+  if (count_namespaces_) {
+    for (const auto& [ns, pages] : namespace_pages_) {
+      const auto it = namespace_pages.find(ns);
+      const uint64_t want = it == namespace_pages.end() ? 0 : it->second;
+      if (pages != want)
+        fail(fmt::format("namespace {}: {} device pages but its counter says {}", ns, want, pages));
+    }
+    for (const auto& [ns, pages] : namespace_pages) {
+      if (namespace_pages_.find(ns) == namespace_pages_.end())
+        fail(fmt::format("namespace {}: {} device pages but no counter", ns, pages));
+    }
+  }
   if (protected_pages != protected_pages_) {
     fail(fmt::format("protected pages {} != counter {}", protected_pages, protected_pages_));
   }

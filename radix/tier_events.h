@@ -6,6 +6,8 @@
 //       pages of one path, `parent` the page before the first (none at a namespace root), and
 //       `tokens` are the tokens of those pages (hashes.size() * page_tokens).
 //   removed(tier, hashes)                      pages left `tier` (they may stay on another).
+//   removed_because(tier, hashes, reason)      the same, with why (RemovalReason); the tree calls
+//       this one, which by default forwards to removed(): an observer overrides either.
 //   cleared()                                  every page left every tier.
 //   flush()                                    the end of one runtime call: one batch per call.
 //   dropping(page)                             called synchronously just before a page leaves the
@@ -40,6 +42,17 @@ namespace radixkv {
 enum class Tier : uint8_t { kDevice, kHost };
 std::string_view to_string(Tier tier);
 
+// Why pages left a tier (sglang#39604 asks for it in BlockRemoved):
+//   kEvicted   capacity: the policy named them (device or host eviction) and they left the trie.
+//   kDemoted   moved to a lower tier: they left the device and stay readable on the host.
+//   kPromoted  moved to a higher tier: a load made them device pages; under write-back their host
+//              copies leave the host.
+//   kCleared   removed by the engine, not for capacity (RadixTree::erase_leaf). clear_cache()
+//              sends cleared(), not removals.
+enum class RemovalReason : uint8_t { kEvicted, kDemoted, kPromoted, kCleared };
+// "evicted", "demoted", "promoted", "cleared".
+std::string_view to_string(RemovalReason reason);
+
 // A page of the trie with what names it and where its bytes are: one about to leave the trie
 // (dropping()) or just inserted (inserted()). The spans are valid during the call only.
 struct TreePage {
@@ -56,6 +69,9 @@ class TierEvents {
   virtual void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
                       std::span<const PageHash> hashes, std::span<const TokenId> tokens) = 0;
   virtual void removed(Tier tier, std::span<const PageHash> hashes) = 0;
+  virtual void removed_because(Tier tier, std::span<const PageHash> hashes, RemovalReason) {
+    removed(tier, hashes);
+  }
   virtual void cleared() = 0;
   virtual void flush() {}
   virtual void dropping(const TreePage&) {}
@@ -75,6 +91,9 @@ class TierObservers final : public TierEvents {
   }
   void removed(Tier tier, std::span<const PageHash> hashes) override {
     for (TierEvents* o : observers_) o->removed(tier, hashes);
+  }
+  void removed_because(Tier tier, std::span<const PageHash> hashes, RemovalReason reason) override {
+    for (TierEvents* o : observers_) o->removed_because(tier, hashes, reason);
   }
   void cleared() override {
     for (TierEvents* o : observers_) o->cleared();

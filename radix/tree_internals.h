@@ -70,8 +70,8 @@ struct RadixTree::HostTier {
   std::vector<PageId> fresh;    // host pages set aside for the batch
 };
 
-// Batches consecutive removals of one tier into one removed() event; everything else goes through
-// at once, after the removals before it.
+// Batches consecutive removals of one tier and reason into one removed_because() event; everything
+// else goes through at once, after the removals before it.
 class RadixTree::EventBuffer {
  public:
   void add(TierEvents* observer) { sink_.add(observer); }
@@ -81,9 +81,10 @@ class RadixTree::EventBuffer {
     send_removed();
     sink_.stored(tier, ns, parent, hashes, tokens);
   }
-  void removed(Tier tier, const PageHash& hash) {
-    if (!removed_.empty() && tier != removed_tier_) send_removed();
+  void removed(Tier tier, const PageHash& hash, RemovalReason reason) {
+    if (!removed_.empty() && (tier != removed_tier_ || reason != removed_reason_)) send_removed();
     removed_tier_ = tier;
+    removed_reason_ = reason;
     removed_.push_back(hash);
   }
   void cleared() {
@@ -99,12 +100,13 @@ class RadixTree::EventBuffer {
  private:
   void send_removed() {
     if (removed_.empty()) return;
-    sink_.removed(removed_tier_, removed_);
+    sink_.removed_because(removed_tier_, removed_, removed_reason_);
     removed_.clear();
   }
 
   TierObservers sink_;
   Tier removed_tier_ = Tier::kDevice;
+  RemovalReason removed_reason_ = RemovalReason::kEvicted;
   std::vector<PageHash> removed_;
   std::vector<PageHash> scratch_;
 };

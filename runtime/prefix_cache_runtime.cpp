@@ -23,6 +23,24 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
   return CacheBudget(budget, pool.bytes_per_page());
 }
 
+// The device policy: config.policy, under a quota layer when quotas are given.
+// The policy of RuntimeConfig, wrapped in the retention layer when the config asks for one.
+std::unique_ptr<EvictionPolicy> device_policy(const RuntimeConfig& config) {
+  std::unique_ptr<EvictionPolicy> policy = config.policy.make();
+  if (!config.retention) return policy;
+  return std::make_unique<RetentionLayer>(std::move(policy), *config.retention);
+}
+
+// With quotas, QuotaPolicy outermost over one device_policy() per quota group: retention hints
+// and holds then rank within a tenant's group, and the quota rule picks the group.
+std::unique_ptr<EvictionPolicy> make_device_policy(const PagePool& pool,
+                                                   const RuntimeConfig& config) {
+  if (config.quotas.empty()) return device_policy(config);
+  return std::make_unique<QuotaPolicy>(
+      [&config] { return device_policy(config); },
+      quota_pages(config.quotas, make_budget(pool, config), pool.bytes_per_page()));
+}
+
 // The host tier's budget (its whole pool when cache_bytes is 0); errors name the host tier.
 std::optional<CacheBudget> make_host_budget(const HostTierConfig& host) {
   if (host.pool == nullptr) return std::nullopt;
@@ -105,13 +123,6 @@ namespace {
 // The retention layer's key of a session's sub-agent (sessions below 2^32).
 uint64_t session_key(uint64_t session, uint32_t agent) { return (session << 32) | agent; }
 
-// The policy of RuntimeConfig, wrapped in the retention layer when the config asks for one.
-std::unique_ptr<EvictionPolicy> device_policy(const RuntimeConfig& config) {
-  std::unique_ptr<EvictionPolicy> policy = config.policy.make();
-  if (!config.retention) return policy;
-  return std::make_unique<RetentionLayer>(std::move(policy), *config.retention);
-}
-
 }  // namespace
 
 PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& config,
@@ -122,13 +133,18 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       page_tokens_(pool.layout().page_tokens),
       own_copier_(own_copier(pool, tiers)),
       partial_copier_(config.partial_reuse ? make_page_copier(pool) : nullptr),
-      tree_(pool, device_policy(config)),
+      tree_(pool, make_device_policy(pool, config)),
       tree_evictor_(tree_),
+      tree_ledger_(tree_),
       allocator_(pool, tree_evictor_, make_budget(pool, config)),
       host_budget_(make_host_budget(tiers.host)) {
   retention_ = config.retention.has_value();
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
   if (host_budget_) tree_.add_host_tier(host_setup(tiers.host, *host_budget_, copier));
+  if (!config.quotas.empty()) {
+    tree_.count_namespace_pages();
+    static_cast<QuotaPolicy&>(tree_.policy()).attach(&tree_ledger_);
+  }
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.remote != nullptr) {
     if (tiers.host.pool == nullptr && pool.backend().storage() == StorageKind::kDevice) {

@@ -142,6 +142,10 @@ struct RuntimeConfig {
   // wrapped in a RetentionLayer with this configuration, and Request::retention, hold() and
   // release() take effect. Off by default: the layer costs 96 bytes per node.
   std::optional<RetentionConfig> retention = std::nullopt;
+  // Per-namespace (tenant) min and max shares of the device budget (eviction/quota_policy.h): the
+  // policy above runs once per namespace named here (and once for all others) under QuotaPolicy's
+  // rule. Empty: no quotas, the policy alone.
+  std::vector<NamespaceQuota> quotas{};
 };
 
 // What lies beyond the device pool: a host tier, page hashes and the tier events. Apart from
@@ -428,6 +432,7 @@ class PrefixCacheRuntime {
   std::unique_ptr<PageCopier> partial_copier_;  // within pool_: partial-page reuse, when on
   RadixTree tree_;
   TreeEvictor tree_evictor_;  // the budget's view of tree_
+  TreeLedger tree_ledger_;    // the quota layer's, when RuntimeConfig::quotas are given
   BudgetedAllocator allocator_;
   std::optional<CacheBudget> host_budget_;
   std::vector<detail::Sequence> slots_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "eviction/cache_budget.h"
+#include "eviction/quota_policy.h"
 #include "radix/radix_tree.h"
 
 namespace radixkv {
@@ -19,6 +20,22 @@ class TreeEvictor final : public Evictor {
 
  private:
   RadixTree& tree_;
+};
+
+// What the quota layer (eviction/quota_policy.h) sees of a radix tree: an entry's namespace (a walk
+// to its root; a namespace root itself, adopted before its namespace is set, reads as 0 and is
+// never linked) and the device pages of a namespace (the tree must count them:
+// RadixTree::count_namespace_pages()).
+class TreeLedger final : public NamespaceLedger {
+ public:
+  explicit TreeLedger(const RadixTree& tree) : tree_(tree) {}
+  uint64_t namespace_of(const EvictionEntry& entry) const override {
+    return static_cast<const RadixNode&>(entry).name_space();
+  }
+  uint64_t namespace_pages(uint64_t ns) const override { return tree_.namespace_pages(ns); }
+
+ private:
+  const RadixTree& tree_;
 };
 
 }  // namespace radixkv

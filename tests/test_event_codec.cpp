@@ -233,6 +233,35 @@ TEST_CASE("events: vLLM's later BlockStored fields, byte for byte, left out when
   CHECK(std::get<BlockStored>(decode_batch(wide).events.at(0)).extra_keys == stored.extra_keys);
 }
 
+TEST_CASE(
+    "events: the removal reason is BlockRemoved's last field, byte for byte, both encodings") {
+  const EventBatch batch{
+      1.5, {BlockRemoved{.block_hashes = {2}, .medium = "GPU", .reason = "demoted"}}, 0};
+  // Array: after vLLM's group_idx (nil), so that a decoder that knows vLLM's fields drops it.
+  const std::string array = hex("93") + kTs + hex("91") + hex("95") + fixstr("BlockRemoved") +
+                            hex("91 02") + fixstr("GPU") + kNil + fixstr("demoted") + hex("00");
+  CHECK(encode_batch(batch, EventEncoding::kArray) == array);
+  CHECK(decode_batch(array) == batch);
+  // Map: one more key; unset group_idx left out.
+  const std::string map = hex("83") + fixstr("ts") + kTs + fixstr("events") + hex("91") +
+                          hex("84") + fixstr("type") + fixstr("BlockRemoved") +
+                          fixstr("block_hashes") + hex("91 02") + fixstr("medium") + fixstr("GPU") +
+                          fixstr("reason") + fixstr("demoted") + fixstr("data_parallel_rank") +
+                          hex("00");
+  CHECK(encode_batch(batch, EventEncoding::kMap) == map);
+  CHECK(decode_batch(map) == batch);
+  // Without a reason the event is vLLM's exactly (the golden tests above).
+  // In an array, something else in the reason's slot is a later field it does not know: ignored.
+  const std::string later = hex("93") + kTs + hex("91") + hex("95") + fixstr("BlockRemoved") +
+                            hex("91 02") + fixstr("GPU") + kNil + hex("07") + hex("00");
+  CHECK(std::get<BlockRemoved>(decode_batch(later).events.at(0)).reason == std::nullopt);
+  // In a map the key is radixkv's: a reason that is not a string is an error naming it.
+  const std::string bad = hex("82") + fixstr("ts") + kTs + fixstr("events") + hex("91") +
+                          hex("83") + fixstr("type") + fixstr("BlockRemoved") +
+                          fixstr("block_hashes") + hex("91 02") + fixstr("reason") + hex("07");
+  check_decode_error(bad, "events[0].reason: expected str");
+}
+
 TEST_CASE("events: a bad payload is an error that says what is wrong") {
   const std::string good = encode_batch(small_batch(), EventEncoding::kMap);
   check_decode_error("", "payload: not a msgpack value");

@@ -53,8 +53,9 @@ target_compile_definitions(test_router_integration PRIVATE
   RADIXKV_EVENT_SCRIPT_BINARY="$<TARGET_FILE:radixkv_event_script>")
 add_dependencies(test_router_integration radixkv radixkv_event_script)
 
-# The runtime's own events: one batch per call; SharedRuntime with a batcher per shard (threads).
-radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp
+# The runtime's own events: one batch per call; SharedRuntime with a batcher per shard (threads);
+# the removal reason each cause gives.
+radixkv_add_test(test_runtime_events SOURCES test_runtime_events.cpp test_removal_reasons.cpp
   LIBS radixkv_test_events radixkv_runtime Threads::Threads LABELS threads)
 
 # The router in front of publishers shaped like vLLM, SGLang and LMCache (tests/engine_publisher.py),

@@ -4,6 +4,9 @@ radixkv_add_test(test_runtime
   SOURCES test_runtime.cpp test_runtime_equivalence.cpp runtime_conversation.cpp
           tiny_transformer.cpp test_runtime_api.cpp
   LIBS radixkv_runtime)
+# Issue 31: per-namespace quotas (eviction/quota_policy.h) against their reference model, and
+# tenants through the runtime.
+radixkv_add_test(test_quota SOURCES test_quota.cpp LIBS radixkv_runtime)
 
 # Issue 15: the host tier in the tree (hand-worked cases, the two-tier page oracle, the exclusive
 # LRU hierarchy against the single-tier oracle) and in the runtime (loads, tier events).
