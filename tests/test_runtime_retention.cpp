@@ -16,9 +16,13 @@ namespace {
 
 const KvLayout kLayout{1, 1, 4, 2, 4};  // 4 tokens a page
 
-RuntimeConfig with_retention(RetentionConfig retention = {}) {
+// `quotas`: a quota layer over the retention layer too (eviction/quota_policy.h), one that changes
+// no order here (namespace 0, the only one used, may take the whole budget), so every figure must
+// come out as without it: it forwards the hints and holds to the namespace's retention layer.
+RuntimeConfig with_retention(RetentionConfig retention = {}, bool quotas = false) {
   RuntimeConfig config;
   config.retention = retention;
+  if (quotas) config.quotas = {{.name_space = 0, .min = 0.0, .max = 1.0}};
   return config;
 }
 
@@ -35,10 +39,12 @@ void serve(PrefixCacheRuntime& runtime, const std::vector<TokenId>& prompt,
 
 TEST_CASE("a request's retention range keeps its pages against LRU until the duration ends") {
   const auto a = iota_tokens(9, 0), b = iota_tokens(9, 100), c = iota_tokens(9, 200);
-  for (bool hinted : {true, false}) {
+  for (int run = 0; run < 4; ++run) {
+    const bool hinted = run % 2 == 0, quotas = run >= 2;
     CAPTURE(hinted);
+    CAPTURE(quotas);
     PagePool pool(kLayout, 16);
-    PrefixCacheRuntime runtime(pool, with_retention());
+    PrefixCacheRuntime runtime(pool, with_retention({}, quotas));
     const std::vector<TokenRangeRetention> keep = {
         {.token_start = 4, .token_end = 8, .priority = 90, .duration_s = 10.0}};
     serve(runtime, a,
@@ -64,10 +70,12 @@ TEST_CASE("a request's retention range keeps its pages against LRU until the dur
   }
 }
 
-TEST_CASE("a session hold keeps the session's last path until release") {
+namespace {
+
+void hold_until_release(bool quotas) {
   const auto a = iota_tokens(9, 0), b = iota_tokens(9, 100);
   PagePool pool(kLayout, 16);
-  PrefixCacheRuntime runtime(pool, with_retention({.hold_share = 1.0}));
+  PrefixCacheRuntime runtime(pool, with_retention({.hold_share = 1.0}, quotas));
   serve(runtime, a, {}, /*session=*/5);
   runtime.hold(5, 30.0);
   runtime.set_now(1.0);
@@ -95,6 +103,15 @@ TEST_CASE("a session hold keeps the session's last path until release") {
   CHECK(runtime.cached_prefix(0, e) == 4);
   runtime.tree().verify();
   runtime.check_accounting();
+}
+
+}  // namespace
+
+TEST_CASE("a session hold keeps the session's last path until release") {
+  for (bool quotas : {false, true}) {
+    CAPTURE(quotas);
+    hold_until_release(quotas);
+  }
 }
 
 TEST_CASE("bad retention input is refused with a clear error and changes nothing") {
