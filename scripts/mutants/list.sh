@@ -467,3 +467,19 @@ mutant disk-lower-tier-asked-under-first-parent runtime/lower_tiers.cpp \
 mutant disk-replay-remote-hits-count-disk tools/replay/cache_replay.cpp \
   "the replay counts the disk's part of a lower-tier run as the remote tier's hits too" \
   'result_.remote.hit_tokens += admitted.remote_hit_tokens - disk_tokens;' 'result_.remote.hit_tokens += admitted.remote_hit_tokens;'
+
+# ---- eviction/quota_policy.cpp, eviction/retention_layer.cpp (issue 31)
+mutant quota-min-evicted eviction/quota_policy.cpp \
+  "a tenant exactly at its min is still evicted by another's pressure" \
+  'if (g.quota != nullptr && cached(g) <= g.quota->min_pages) continue;' 'if (g.quota != nullptr && cached(g) < g.quota->min_pages) continue;'
+mutant quota-max-ignored eviction/quota_policy.cpp \
+  "a tenant over its max does not give its own pages first" \
+  'if (over != nullptr) return over->policy->victim();' ''
+mutant retention-never-expires eviction/retention_layer.cpp \
+  "a retention hint or a hold never runs out" \
+  'while (!expiry_.empty() && expiry_.begin()->deadline <= now_) {' 'while (!expiry_.empty() && expiry_.begin()->deadline < 0) {'
+
+# ---- router/route_ledger.cpp (issue 33)
+mutant router-observe-twice router/route_ledger.cpp \
+  "a route's delivered hit is taken twice" \
+  'if (slot.observed) {' 'if (false) {'
