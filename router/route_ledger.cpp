@@ -107,7 +107,9 @@ RouteLedger::Observation RouteLedger::observe(std::string_view id, std::string_v
   if (slot.observed) {
     return refuse(ObserveRefusal::kDuplicate, "route_id: " + std::string(id) + " observed already");
   }
-  const std::string_view chosen = slot.worker == kOtherWorker ? "" : workers_[slot.worker];
+  // Both arms string_views: with "" and a std::string the ?: would make a temporary string.
+  const std::string_view chosen =
+      slot.worker == kOtherWorker ? std::string_view() : std::string_view(workers_[slot.worker]);
   if (!worker.empty() && (slot.worker == kOtherWorker || worker != chosen)) {
     return refuse(ObserveRefusal::kWrongWorker,
                   fmt::format("worker: route {} chose {}", id,

@@ -122,10 +122,10 @@ ModelRun run_against_model(const char* spec, uint64_t seed) {
   Model model{std::string(spec) == "fifo", quotas, {}};
   Ledger ledger;
   ledger.model = &model;
+  RoomyEntries entries;  // before the policy, which unlinks them when it goes (owner's order)
   QuotaPolicy policy([&] { return make_policy(spec); }, quotas);
   policy.attach(&ledger);
   REQUIRE(policy.state_bytes() <= radixkv::testing::RoomyEntry::kRoom);
-  RoomyEntries entries;
   uint64_t clock = 0;
   ModelRun run;
 
