@@ -32,6 +32,12 @@ FeatureValue sweep_on_two_jobs() {
   return value;
 }
 
+FeatureValue quota_on_one_tenant() {
+  FeatureValue value = both_modes("on", {"--quota", "0=0:0.5", "--quota", "7=0.2"});
+  value.engine_refusal = "--quota: cache mode only";
+  return value;
+}
+
 FeatureValue host_tier(const std::string& write_policy) {
   return both_modes(write_policy,
                     {"--host-capacity-tokens", "{host}", "--write-policy", write_policy});
@@ -114,6 +120,10 @@ CombinationTable combination_table() {
        {both_modes("off", {}), kv_events("map"), kv_events("array")}},
       // The live miss-ratio curve (SHARDS in the runtime) only watches: the report gains "mrc".
       {"live curve", FeatureKind::kObserver, {both_modes("off", {}), both_modes("on", {"--mrc"})}},
+      // Tenant quotas (cache mode) on the one-tenant workloads: namespace 0 at most half the budget
+      // with no floor, an absent namespace a fifth: every victim is still the policy's own, so no
+      // figure changes (the report gains "namespaces").
+      {"--quota", FeatureKind::kObserver, {both_modes("off", {}), quota_on_one_tenant()}},
       {"watermarks",
        FeatureKind::kBudget,
        {both_modes("off", {}),
@@ -151,6 +161,7 @@ CombinationTable combination_table() {
        "kv events",
        {"map", "array"},
        "--kv-events: one replay at a time publishes, not a --sweep"},
+      {"--quota", {"on"}, "policy", {"belady"}, "--quota: not with --policy belady"},
       {"--block-tokens",
        {"64"},
        "workload",

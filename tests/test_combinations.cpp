@@ -258,7 +258,7 @@ class Checker {
       return;
     }
     same_figures("observers change nothing", primary(main.report), quiet.report,
-                 {"kv_events_published", "mrc", "mrc_sampling_rate"});
+                 {"kv_events_published", "mrc", "mrc_sampling_rate", "namespaces"});
   }
 
   void same_figures(const std::string& invariant, const Json& a, const Json& b,
@@ -379,6 +379,7 @@ class Checker {
 
 Cell without_observers(const CombinationTable& table, Cell cell) {
   cell = table.with(std::move(cell), "kv events", "off");
+  cell = table.with(std::move(cell), "--quota", "off");
   return table.with(std::move(cell), "--jobs", "one run");
 }
 

@@ -15,6 +15,7 @@ target_compile_definitions(test_cli PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixk
 add_dependencies(test_cli radixkv)
 
 radixkv_add_test(test_cli_budget SOURCES test_cli_budget.cpp LIBS radixkv_cli)
+radixkv_add_test(test_cli_quota SOURCES test_cli_quota.cpp LIBS radixkv_cli)
 radixkv_add_test(test_cli_jobs SOURCES test_cli_jobs.cpp LIBS radixkv_cli)
 
 # Generates a 1 GB trace and replays it: minutes, and 1.1 GB in the temp folder.

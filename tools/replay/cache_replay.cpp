@@ -92,6 +92,7 @@ class CacheReplayer {
     if (host_) describe_host_tier();
     if (config.remote != nullptr) result_.remote.store = config.remote->describe();
     if (config.partial_reuse) result_.partial_hit_tokens = 0;
+    if (!config.quotas.empty()) start_namespaces();
     if (config.disk != nullptr) result_.disk.path = config.disk->describe();
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
@@ -104,6 +105,9 @@ class CacheReplayer {
   TierConfig tier_config();
   void describe_host_tier();
   void replay_request(std::size_t i);
+  void start_namespaces();
+  NamespaceResult& namespace_result(Namespace ns);
+  void update_namespaces();
   void finish_run();
 
   const Trace& trace_;
@@ -126,7 +130,8 @@ RuntimeConfig CacheReplayer::runtime_config() const {
                                  "cache capacity in bytes"),
       .high_watermark = config_.high_watermark,
       .low_watermark = config_.low_watermark,
-      .partial_reuse = config_.partial_reuse};
+      .partial_reuse = config_.partial_reuse,
+      .quotas = config_.quotas};
   if (config_.policy_factory) {
     runtime.policy = [this] { return config_.policy_factory(trace_); };
   } else {
@@ -203,12 +208,52 @@ void CacheReplayer::replay_request(std::size_t i) {
   result_.remote.hit_tokens += admitted.remote_hit_tokens - disk_tokens;
   if (result_.partial_hit_tokens) *result_.partial_hit_tokens += admitted.partial_hit_tokens;
   result_.inserted_pages += pages - matched_pages;
+  if (!result_.namespaces.empty()) {
+    NamespaceResult& n = namespace_result(request.ns);
+    ++n.requests;
+    n.input_tokens += request.input_tokens;
+    n.hit_tokens += admitted.reused_tokens;
+    update_namespaces();
+  }
   result_.uncached_pages += admitted.uncached_pages;
   if (host_) {
     result_.host.peak_cached_pages =
         std::max(result_.host.peak_cached_pages, runtime_->tree().host_cached_pages());
     result_.host.device_hit_tokens += admitted.device_hit_tokens;
     result_.host.host_hit_tokens += admitted.host_hit_tokens;
+  }
+}
+
+// The quota namespaces in the runtime's order (by id, in pages), then the others.
+void CacheReplayer::start_namespaces() {
+  const auto& policy = static_cast<const QuotaPolicy&>(runtime_->tree().policy());
+  for (const QuotaPages& q : policy.quotas()) {
+    NamespaceResult& n = result_.namespaces.emplace_back();
+    n.name_space = q.name_space;
+    n.min_pages = q.min_pages;
+    n.max_pages = q.max_pages;
+  }
+  result_.namespaces.emplace_back().max_pages = runtime_->budget().limit_pages();
+}
+
+NamespaceResult& CacheReplayer::namespace_result(Namespace ns) {
+  for (NamespaceResult& n : result_.namespaces) {
+    if (n.name_space == ns) return n;
+  }
+  return result_.namespaces.back();
+}
+
+void CacheReplayer::update_namespaces() {
+  const RadixTree& tree = runtime_->tree();
+  uint64_t quota_pages = 0;
+  for (NamespaceResult& n : result_.namespaces) {
+    const uint64_t pages =
+        n.name_space ? tree.namespace_pages(*n.name_space) : tree.cached_pages() - quota_pages;
+    quota_pages += pages;
+    n.final_cached_pages = pages;
+    if (n.lowest_after_min || pages >= n.min_pages) {
+      n.lowest_after_min = std::min(n.lowest_after_min.value_or(pages), pages);
+    }
   }
 }
 
