@@ -32,7 +32,7 @@ FeatureValue sweep_on_two_jobs() {
   return value;
 }
 
-FeatureValue quota_on_one_tenant() {
+FeatureValue quota_on_two_groups() {
   FeatureValue value = both_modes("on", {"--quota", "0=0:0.5", "--quota", "7=0.2"});
   value.engine_refusal = "--quota: cache mode only";
   return value;
@@ -120,10 +120,11 @@ CombinationTable combination_table() {
        {both_modes("off", {}), kv_events("map"), kv_events("array")}},
       // The live miss-ratio curve (SHARDS in the runtime) only watches: the report gains "mrc".
       {"live curve", FeatureKind::kObserver, {both_modes("off", {}), both_modes("on", {"--mrc"})}},
-      // Tenant quotas (cache mode) on the one-tenant workloads: namespace 0 at most half the budget
-      // with no floor, an absent namespace a fifth: every victim is still the policy's own, so no
-      // figure changes (the report gains "namespaces").
-      {"--quota", FeatureKind::kObserver, {both_modes("off", {}), quota_on_one_tenant()}},
+      // Tenant quotas (cache mode): namespace 0 at most half the budget with no floor, an absent
+      // namespace a fifth. Not an observer: where a workload has other namespaces (the agentic
+      // session's sub-agents), they form a group of their own and the quota rule picks between
+      // the groups' victims by last access, which is not every policy's order.
+      {"--quota", FeatureKind::kPolicy, {both_modes("off", {}), quota_on_two_groups()}},
       {"watermarks",
        FeatureKind::kBudget,
        {both_modes("off", {}),
