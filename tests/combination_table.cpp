@@ -68,6 +68,13 @@ FeatureValue policy(const std::string& name) {
   return value;
 }
 
+// Session holds derived online (issue 31): a retention layer around the policy, cache mode only.
+FeatureValue hints_online() {
+  FeatureValue value = both_modes("online", {"--hints", "online"});
+  value.engine_refusal = "--hints: cache mode only";
+  return value;
+}
+
 FeatureValue workload(std::string name, WorkloadSizes sizes) {
   FeatureValue value = both_modes(std::move(name), {"--trace", "{trace}"});
   value.sizes = sizes;
@@ -135,6 +142,7 @@ CombinationTable combination_table() {
        {policy("lru"), policy("lfu"), policy("fifo"), policy("priority"), policy("slru"),
         policy("sieve"), policy("gdsf"), policy("reuse"), policy("mru"), policy("filo"),
         policy("belady")}},
+      {"hints", FeatureKind::kPolicy, {both_modes("off", {}), hints_online()}},
       // Sizes: every request, its answer included, fits on the device, and every run evicts (chats:
       // 55 requests, the longest over 10,500 tokens, 226 K in all; subagents: 35 of up to 12,672,
       // 283 K in all; mooncake: 45 requests of up to 4,429, 166 K in all).

@@ -6,7 +6,7 @@ radixkv_add_test(test_trace
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_replay
-  SOURCES test_replay_cache.cpp test_replay_oracle.cpp test_replay_samples.cpp
+  SOURCES test_replay_cache.cpp test_replay_oracle.cpp test_replay_samples.cpp test_replay_hints.cpp
   LIBS radixkv_replay)
 target_compile_definitions(test_replay PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 

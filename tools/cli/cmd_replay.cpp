@@ -78,7 +78,7 @@ struct ReplayFlags {
   std::string high_watermark, low_watermark;
   std::vector<std::string> quotas;
   bool json = false, skip_bad = false, no_progress = false, mrc = false, partial_reuse = false;
-  std::string metrics_listen;
+  std::string metrics_listen, hints = "off";
   double metrics_linger = 0;
   uint64_t jobs = default_jobs();
   EngineFlags engine;
@@ -158,6 +158,11 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
            "cache mode: also reuse the leading tokens of a cached page a prompt matches only in "
            "part, copying the page (TensorRT-LLM's enable_partial_reuse); reported as "
            "partial_hit_tokens");
+  cli.text("--hints", f.hints, "off|online",
+           "cache mode: online, every session's path is held between its requests for a time "
+           "predicted from that session's gaps so far, within half the cache (a retention layer "
+           "around each online policy; docs/policies.md, \"Retention hints and session holds\"); "
+           "default off");
   cli.count("--jobs", f.jobs, "N",
             "replays of a sweep or of several policies run at once, each on its own tree; the "
             "output is the same for every N (default: the machine's cores)",
@@ -258,7 +263,8 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   }
   const bool engine = f.mode != "cache";  // cluster mode runs engines too
   if (engine) {
-    for (const char* flag : {"--sweep", "--plot", "--jobs", "--partial-reuse", "--quota"}) {
+    for (const char* flag :
+         {"--sweep", "--plot", "--jobs", "--partial-reuse", "--quota", "--hints"}) {
       if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
     }
     if (f.policy == kBeladyPolicyName) {
@@ -272,6 +278,10 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
             fmt::format("{}: engine mode only (add --mode engine)", cli.describe(flag)));
       }
     }
+  }
+  if (f.hints != "off" && f.hints != "online") {
+    throw UsageError(fmt::format("{}: unknown value '{}' (known: off, online)",
+                                 cli.describe("--hints"), f.hints));
   }
   check_tier_flags(cli, engine);
   if (f.mode != "engine" && cli.given("--metrics-listen")) {
@@ -511,6 +521,8 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.policy = policy;
         config.partial_reuse = f.partial_reuse;
         config.quotas = plan.quotas;
+        // Hints steer an online policy; the offline bound stays the bound.
+        config.hints_online = f.hints == "online" && policy != kBeladyPolicyName;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
         config.remote = remote;  // one cell only: --remote is refused with --sweep
         config.disk = disk;      // likewise

@@ -14,6 +14,7 @@
 #include "runtime/prefix_cache_runtime.h"
 #include "tools/replay/host_tier.h"
 #include "tools/replay/run_checks.h"
+#include "tools/replay/session_hints.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -84,7 +85,8 @@ class CacheReplayer {
     // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
     result_ = start_replay_result(
         "cache",
-        config.policy_factory ? std::string(runtime_->tree().policy().name()) : config.policy,
+        (config.policy_factory ? std::string(runtime_->tree().policy().name()) : config.policy) +
+            (config.hints_online ? "+hints" : ""),
         trace, config.model, config.layout, config.capacity_pages);
     result_.high_watermark_pages = runtime_->budget().high_pages();
     result_.low_watermark_pages = runtime_->budget().low_pages();
@@ -108,6 +110,8 @@ class CacheReplayer {
   void start_namespaces();
   NamespaceResult& namespace_result(Namespace ns);
   void update_namespaces();
+  std::span<const TokenRangeRetention> retention_within(std::size_t i,
+                                                        std::span<const TokenId> tokens);
   void finish_run();
 
   const Trace& trace_;
@@ -119,6 +123,8 @@ class CacheReplayer {
   std::unique_ptr<PrefixCacheRuntime> runtime_;
   TokenExpander expander_;
   LatencyRecorder admit_, finish_;
+  OnlineHolds holds_;  // --hints online
+  std::vector<TokenRangeRetention> cut_ranges_;
   ReplayResult result_;
 };
 
@@ -137,6 +143,8 @@ RuntimeConfig CacheReplayer::runtime_config() const {
   } else {
     runtime.policy = config_.policy;
   }
+  // Hints a trace carries are honoured whatever --hints says; holds come with --hints online.
+  if (config_.hints_online || !trace_.retention.empty()) runtime.retention = RetentionConfig{};
   return runtime;
 }
 
@@ -162,6 +170,22 @@ void CacheReplayer::describe_host_tier() {
   r.low_watermark_pages = given.low_pages();
 }
 
+// The request's retention ranges, cut to the tokens expanded (a prompt longer than the pool is
+// cut, and ranges past the cut would be refused).
+std::span<const TokenRangeRetention> CacheReplayer::retention_within(
+    std::size_t i, std::span<const TokenId> tokens) {
+  const std::span<const TokenRangeRetention> ranges = trace_.retention_of(i);
+  if (tokens.size() == trace_.requests[i].input_tokens || ranges.empty()) return ranges;
+  cut_ranges_.clear();
+  const auto length = static_cast<uint32_t>(tokens.size());
+  for (TokenRangeRetention r : ranges) {
+    if (r.token_start >= length) continue;
+    if (r.token_end != TokenRangeRetention::kToEnd) r.token_end = std::min(r.token_end, length);
+    cut_ranges_.push_back(r);
+  }
+  return cut_ranges_;
+}
+
 // Steps 1 to 4 of cache_replay.h for request i: one admit of the whole pages (AdmitMode::
 // kCacheOnly), whose fresh pages count as computed at once, then finish.
 void CacheReplayer::replay_request(std::size_t i) {
@@ -174,6 +198,8 @@ void CacheReplayer::replay_request(std::size_t i) {
   result_.uncached_pages += (request.input_tokens - tokens.size()) / page_tokens_;
   if (tokens.empty()) return;
   runtime_->set_now(request.arrival_s);
+  if (config_.hints_online)
+    holds_.arrive(*runtime_, request.session, request.agent, request.arrival_s);
 
   const uint64_t disk_pages = config_.disk != nullptr ? config_.disk->stats().loaded_pages : 0;
   const Clock::time_point t0 = Clock::now();
@@ -185,7 +211,8 @@ void CacheReplayer::replay_request(std::size_t i) {
                                                 .request_class = request.request_class,
                                                 .session = request.session,
                                                 .agent = request.agent,
-                                                .mode = AdmitMode::kCacheOnly});
+                                                .mode = AdmitMode::kCacheOnly,
+                                                .retention = retention_within(i, tokens)});
   // Free + evictable pages cover any prompt cut to the pool, the matched ones included.
   if (!admitted.ok()) {
     throw std::logic_error(fmt::format("cache replay: no device room to load request {}", i));
@@ -194,6 +221,7 @@ void CacheReplayer::replay_request(std::size_t i) {
   const auto pages = static_cast<uint32_t>(admitted.block_table.size());
   runtime_->mark_computed(admitted.seq, pages * page_tokens_);
   runtime_->finish(admitted.seq);
+  if (config_.hints_online) holds_.finished(*runtime_, request.session, request.agent);
   admit_.add(t0, t1);
   finish_.add(t1, Clock::now());
 

@@ -84,6 +84,10 @@ struct CacheReplayConfig {
   bool partial_reuse = false;
   // Tenant quotas (RuntimeConfig::quotas): ReplayResult::namespaces gives each one's figures.
   std::vector<NamespaceQuota> quotas{};
+  // --hints online: the runtime gets a retention layer (RuntimeConfig::retention) and each
+  // session's path is held between its requests by the online rule of
+  // tools/replay/session_hints.h, from the gaps seen so far. Off: no layer.
+  bool hints_online = false;
   // A host tier under the cache (tools/replay/host_tier.h): off unless its capacity is set.
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned); nullptr: none.
