@@ -32,6 +32,12 @@ FeatureValue sweep_on_two_jobs() {
   return value;
 }
 
+FeatureValue quota_on_two_groups() {
+  FeatureValue value = both_modes("on", {"--quota", "0=0:0.5", "--quota", "7=0.2"});
+  value.engine_refusal = "--quota: cache mode only";
+  return value;
+}
+
 FeatureValue host_tier(const std::string& write_policy) {
   return both_modes(write_policy,
                     {"--host-capacity-tokens", "{host}", "--write-policy", write_policy});
@@ -59,6 +65,13 @@ FeatureValue policy(const std::string& name) {
   FeatureValue value = both_modes(name, {"--policy", name});
   // The offline bound needs the whole trace, in order.
   if (name == "belady") value.engine_refusal = "--policy belady: cache mode only";
+  return value;
+}
+
+// Session holds derived online (issue 31): a retention layer around the policy, cache mode only.
+FeatureValue hints_online() {
+  FeatureValue value = both_modes("online", {"--hints", "online"});
+  value.engine_refusal = "--hints: cache mode only";
   return value;
 }
 
@@ -114,6 +127,11 @@ CombinationTable combination_table() {
        {both_modes("off", {}), kv_events("map"), kv_events("array")}},
       // The live miss-ratio curve (SHARDS in the runtime) only watches: the report gains "mrc".
       {"live curve", FeatureKind::kObserver, {both_modes("off", {}), both_modes("on", {"--mrc"})}},
+      // Tenant quotas (cache mode): namespace 0 at most half the budget with no floor, an absent
+      // namespace a fifth. Not an observer: where a workload has other namespaces (the agentic
+      // session's sub-agents), they form a group of their own and the quota rule picks between
+      // the groups' victims by last access, which is not every policy's order.
+      {"--quota", FeatureKind::kPolicy, {both_modes("off", {}), quota_on_two_groups()}},
       {"watermarks",
        FeatureKind::kBudget,
        {both_modes("off", {}),
@@ -124,6 +142,7 @@ CombinationTable combination_table() {
        {policy("lru"), policy("lfu"), policy("fifo"), policy("priority"), policy("slru"),
         policy("sieve"), policy("gdsf"), policy("reuse"), policy("mru"), policy("filo"),
         policy("belady")}},
+      {"hints", FeatureKind::kPolicy, {both_modes("off", {}), hints_online()}},
       // Sizes: every request, its answer included, fits on the device, and every run evicts (chats:
       // 55 requests, the longest over 10,500 tokens, 226 K in all; subagents: 35 of up to 12,672,
       // 283 K in all; mooncake: 45 requests of up to 4,429, 166 K in all).
@@ -151,6 +170,7 @@ CombinationTable combination_table() {
        "kv events",
        {"map", "array"},
        "--kv-events: one replay at a time publishes, not a --sweep"},
+      {"--quota", {"on"}, "policy", {"belady"}, "--quota: not with --policy belady"},
       {"--block-tokens",
        {"64"},
        "workload",

@@ -247,6 +247,7 @@ events::EventBatch random_event_batch(std::mt19937_64& rng) {
         for (int b = 0; b < blocks; ++b) r.block_hashes.push_back(rng());
         if (rng() % 2) r.medium = "CPU";
         if (rng() % 3 == 0) r.group_idx = static_cast<int64_t>(rng() % 3);
+        if (rng() % 3 == 0) r.reason = rng() % 2 ? "evicted" : "demoted";  // radixkv's, last
         batch.events.emplace_back(std::move(r));
         break;
       }

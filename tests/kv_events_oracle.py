@@ -8,7 +8,12 @@ batch in vLLM's map and array encodings (each a 4-byte big-endian length, then t
 script builds what vLLM's msgspec structs encode to (vllm/distributed/kv_events.py: EventBatch,
 BlockStored, BlockRemoved, AllBlocksCleared; tag=True, omit_defaults=True; array_like for the
 older encoding), packs it with msgpack, and compares the bytes; it also unpacks radixkv's bytes and
-compares the values. Exit status 0 when everything matches, 1 with the first difference otherwise.
+compares the values. BlockRemoved's `reason` is radixkv's own field, after vLLM's: the oracle
+also decodes each payload as a consumer that knows vLLM's fields only, by msgspec's rule for a
+struct that gained fields (docs/source/schema-evolution.rst of msgspec: an array_like struct's
+extra trailing elements and a map's unknown keys are skipped), and checks that it reads every
+event as vLLM's, reason dropped. Exit status 0 when everything matches, 1 with the first
+difference otherwise.
 """
 import json
 import struct
@@ -21,7 +26,9 @@ STORED = ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_
           "lora_name"]
 STORED_DEFAULTED = ["extra_keys", "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window"]
 REMOVED = ["block_hashes", "medium"]
-REMOVED_DEFAULTED = ["group_idx"]
+REMOVED_DEFAULTED = ["group_idx", "reason"]  # reason: radixkv's, after vLLM's fields
+VLLM_DEFAULTED = {"BlockStored": STORED_DEFAULTED, "BlockRemoved": ["group_idx"],
+                  "AllBlocksCleared": []}
 FIELDS = {"BlockStored": (STORED, STORED_DEFAULTED), "BlockRemoved": (REMOVED, REMOVED_DEFAULTED),
           "AllBlocksCleared": ([], [])}
 
@@ -75,8 +82,37 @@ def payloads(path):
         at += 4 + n
 
 
+def vllm_decode(payload):
+    """The events as a vLLM consumer decodes them: {field: value} with vLLM's fields only."""
+    batch = msgpack.unpackb(payload, raw=False)
+    events = batch["events"] if isinstance(batch, dict) else batch[1]
+    out = []
+    for e in events:
+        if isinstance(e, dict):
+            tag = e["type"]
+            known = FIELDS[tag][0] + VLLM_DEFAULTED[tag]
+            fields = {f: e.get(f) for f in known}  # unknown keys skipped, missing ones None
+        else:
+            tag = e[0]
+            known = FIELDS[tag][0] + VLLM_DEFAULTED[tag]
+            values = list(e[1:1 + len(known)])  # extra trailing elements skipped
+            fields = dict(zip(known, values + [None] * (len(known) - len(values))))
+        out.append((tag, fields))
+    return out
+
+
+def vllm_expected(batch):
+    out = []
+    for e in batch["events"]:
+        known = FIELDS[e["type"]][0] + VLLM_DEFAULTED[e["type"]]
+        out.append((e["type"], {f: field_value(f, e[f]) for f in known}))
+    return out
+
+
 def main():
     batches = json.load(open(sys.argv[1]))
+    reasons = sum(1 for b in batches for e in b["events"]
+                  if e["type"] == "BlockRemoved" and e["reason"] is not None)
     for path, array_like in ((sys.argv[2], False), (sys.argv[3], True)):
         got = list(payloads(path))
         if len(got) != len(batches):
@@ -91,7 +127,10 @@ def main():
                     vllm_value(batch, array_like)):
                 print(f"{path}: batch {i} decodes to another value")
                 return 1
-    print(f"ok: {len(batches)} batches, both encodings")
+            if as_tuples(vllm_decode(payload)) != as_tuples(vllm_expected(batch)):
+                print(f"{path}: batch {i}: a decoder of vLLM's fields reads another value")
+                return 1
+    print(f"ok: {len(batches)} batches, both encodings, {reasons} reasons skipped by vLLM's fields")
     return 0
 
 

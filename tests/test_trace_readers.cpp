@@ -8,6 +8,8 @@
 #include <map>
 #include <ostream>
 #include <regex>
+#include <tuple>
+#include <vector>
 
 #include <unistd.h>
 
@@ -398,4 +400,43 @@ TEST_CASE("sessions: native conv and agent") {
     parse_native(R"({"id": 0, "t": 0, "segs": [[1, 4]], "conv": 1, "agent": -1})", "native.jsonl");
   });
   CHECK(negative.reason().find("\"agent\"") != std::string::npos);
+}
+
+TEST_CASE("native: retention ranges, and ranges that do not fit the prompt") {
+  // Request 1's prompt is its parent's prompt (6) and answer (2), then 4 tokens: 12.
+  const Trace trace = parse_native(
+      R"({"id": 0, "t": 0, "segs": [[1, 6]], "out": 2, "retain": [[0, 4, 90, 30], [4, 6, 10]]}
+{"id": 1, "t": 1, "parent": 0, "segs": [[2, 4]], "retain": [[8, 12, 100, 1.5]]}
+{"id": 2, "t": 2, "segs": [[3, 4]]}
+)",
+      "native.jsonl");
+  REQUIRE(trace.requests.size() == 3);
+  const auto ranges = [&](std::size_t i) {
+    std::vector<std::tuple<uint32_t, uint32_t, int32_t, double>> out;
+    for (const TokenRangeRetention& r : trace.retention_of(i)) {
+      out.emplace_back(r.token_start, r.token_end, r.priority, r.duration_s);
+    }
+    return out;
+  };
+  using R = std::tuple<uint32_t, uint32_t, int32_t, double>;
+  CHECK(ranges(0) == std::vector<R>{{0, 4, 90, 30.0}, {4, 6, 10, kRetainForever}});
+  CHECK(ranges(1) == std::vector<R>{{8, 12, 100, 1.5}});
+  CHECK(ranges(2).empty());
+
+  auto reason_of = [](const std::string& text) {
+    return trace_error([&] { parse_native(text, "n.jsonl"); }).reason();
+  };
+  CHECK(reason_of(R"({"id": 1, "t": 0, "segs": [[1, 6]], "retain": [[0, 7, 50]]})") ==
+        "\"retain\": retention range 0 [0, 7) ends at token 7, past the prompt's 6 tokens");
+  CHECK(reason_of(R"({"id": 1, "t": 0, "segs": [[1, 6]], "retain": [[3, 3, 50]]})") ==
+        "\"retain\": retention range 0 [3, 3) starts at token 3, not before its end");
+  CHECK(reason_of(R"({"id": 1, "t": 0, "segs": [[1, 6]], "retain": [[0, 6, 50, 0]]})") ==
+        "\"retain\": retention range 0 [0, 6) has a duration of 0 seconds; it must be positive "
+        "(or forever)");
+  CHECK(reason_of(R"({"id": 1, "t": 0, "segs": [[1, 6]], "retain": [[0, 6, 101]]})")
+            .find("retain[0] priority") != std::string::npos);
+  CHECK(reason_of(R"({"id": 1, "t": 0, "segs": [[1, 6]], "retain": [[0, 6, 50, -1]]})")
+            .find("retain[0] seconds") != std::string::npos);
+  CHECK(reason_of(R"({"id": 1, "t": 0, "segs": [[1, 6]], "retain": [[0, 6]]})") ==
+        "retain[0] must be [start, end, priority] or [start, end, priority, seconds]");
 }

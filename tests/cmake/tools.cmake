@@ -6,7 +6,7 @@ radixkv_add_test(test_trace
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_replay
-  SOURCES test_replay_cache.cpp test_replay_oracle.cpp test_replay_samples.cpp
+  SOURCES test_replay_cache.cpp test_replay_oracle.cpp test_replay_samples.cpp test_replay_hints.cpp
   LIBS radixkv_replay)
 target_compile_definitions(test_replay PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
@@ -15,6 +15,7 @@ target_compile_definitions(test_cli PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixk
 add_dependencies(test_cli radixkv)
 
 radixkv_add_test(test_cli_budget SOURCES test_cli_budget.cpp LIBS radixkv_cli)
+radixkv_add_test(test_cli_quota SOURCES test_cli_quota.cpp LIBS radixkv_cli)
 radixkv_add_test(test_cli_jobs SOURCES test_cli_jobs.cpp LIBS radixkv_cli)
 
 # Generates a 1 GB trace and replays it: minutes, and 1.1 GB in the temp folder.

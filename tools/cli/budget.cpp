@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -45,7 +46,61 @@ std::optional<Watermark> watermark(const std::string& text, std::string_view fla
   }
 }
 
+// A quota's share: 0, a fraction in (0, 1] or a size.
+Watermark quota_share(std::string_view text) {
+  if (text == "0") return Watermark(0.0);
+  const Threshold threshold = parse_threshold(text);
+  return threshold.is_size ? Watermark::of_bytes(threshold.bytes) : threshold.fraction;
+}
+
+NamespaceQuota parse_quota(std::string_view entry) {
+  const std::size_t eq = entry.find('=');
+  if (eq == std::string_view::npos) {
+    throw UsageError(fmt::format("'{}' is not NS=MIN:MAX (no '=')", entry));
+  }
+  const std::string_view ns_text = entry.substr(0, eq);
+  NamespaceQuota quota;
+  const auto [end, error] =
+      std::from_chars(ns_text.data(), ns_text.data() + ns_text.size(), quota.name_space);
+  if (ns_text.empty() || error != std::errc() || end != ns_text.data() + ns_text.size()) {
+    throw UsageError(fmt::format("'{}': the namespace '{}' is not a decimal integer (a trace's ns)",
+                                 entry, ns_text));
+  }
+  const std::string_view shares = entry.substr(eq + 1);
+  const std::size_t colon = shares.find(':');
+  const std::string_view min = shares.substr(0, colon);
+  const std::string_view max = colon == std::string_view::npos ? "" : shares.substr(colon + 1);
+  if (min.empty()) throw UsageError(fmt::format("'{}': no MIN after '='", entry));
+  try {
+    quota.min = quota_share(min);
+    if (!max.empty()) quota.max = quota_share(max);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("'{}': {}", entry, e.what()));
+  }
+  return quota;
+}
+
 }  // namespace
+
+std::vector<NamespaceQuota> parse_quotas(const std::vector<std::string>& texts,
+                                         std::string_view flag) {
+  std::vector<NamespaceQuota> quotas;
+  for (const std::string& text : texts) {
+    std::string_view rest = text;
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      try {
+        quotas.push_back(parse_quota(rest.substr(0, comma)));
+      } catch (const UsageError& e) {
+        if (flag.empty()) throw;
+        throw UsageError(fmt::format("{}: {}", flag, e.what()));
+      }
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+  }
+  return quotas;
+}
 
 uint64_t pages_for_tokens(uint64_t tokens, const KvLayout& layout, std::string_view flag) {
   return checked_pages(tokens / layout.page_tokens, layout, flag, fmt::format("{} tokens", tokens));

@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "eviction/cache_budget.h"
+#include "eviction/quota_policy.h"
 #include "kv_store/kv_layout.h"
 
 namespace radixkv::tools {
@@ -39,5 +41,15 @@ struct Watermarks {
 Watermarks resolve_watermarks(const std::string& high, const std::string& low, Watermarks defaults,
                               uint64_t budget_pages, uint64_t bytes_per_page,
                               std::string_view high_flag, std::string_view low_flag);
+
+// --quota NS=MIN:MAX (repeatable, or a comma list, as a config file's array gives it): namespace
+// NS (a trace's `ns`, a decimal integer) keeps at least MIN and gives its own pages first at MAX,
+// each a fraction of the budget in [0, 1] or a size ("2GiB"), as the watermarks are given; MAX may
+// be left out ("NS=MIN:" or "NS=MIN": the whole budget). UsageError naming `flag` (when not
+// empty) and the entry.
+// Checks of the quotas against the budget (min above max, mins over the budget) are the
+// runtime's (eviction/quota_policy.h, quota_pages).
+std::vector<NamespaceQuota> parse_quotas(const std::vector<std::string>& texts,
+                                         std::string_view flag);
 
 }  // namespace radixkv::tools

@@ -76,8 +76,9 @@ struct ReplayFlags {
   uint64_t page_tokens = kDefaultPageTokens, block_tokens = 0;
   uint64_t capacity_tokens = kDefaultCapacityTokens, cache_bytes = 0, pool_bytes = 0;
   std::string high_watermark, low_watermark;
+  std::vector<std::string> quotas;
   bool json = false, skip_bad = false, no_progress = false, mrc = false, partial_reuse = false;
-  std::string metrics_listen;
+  std::string metrics_listen, hints = "off";
   double metrics_linger = 0;
   uint64_t jobs = default_jobs();
   EngineFlags engine;
@@ -118,6 +119,12 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
   cli.text("--low-watermark", f.low_watermark, "FRACTION|SIZE",
            "... down to this; default the high one in cache mode, 0.85 in engine mode")
       ->check(threshold);
+  cli.texts("--quota", f.quotas, "NS=MIN:MAX",
+            "cache mode: tenant quota of namespace NS (repeatable; a comma list too): it keeps at "
+            "least MIN of the budget against other namespaces' pressure and gives its own pages "
+            "first at MAX, each a fraction (0.25) or a size (2GiB), MAX 1 when left out; the "
+            "report gives each such namespace's hit rate (docs/policies.md, Quotas)")
+      ->check(units_validator([](const std::string& v) { parse_quotas({v}, ""); }));
   cli.text("--model", f.model, "PRESET",
            fmt::format("KV layout that converts tokens to bytes (default {}; known: {})",
                        kDefaultModel, fmt::join(KvLayout::preset_names(), ", ")));
@@ -151,6 +158,11 @@ void declare_replay_flags(CommandLine& cli, ReplayFlags& f) {
            "cache mode: also reuse the leading tokens of a cached page a prompt matches only in "
            "part, copying the page (TensorRT-LLM's enable_partial_reuse); reported as "
            "partial_hit_tokens");
+  cli.text("--hints", f.hints, "off|online",
+           "cache mode: online, every session's path is held between its requests for a time "
+           "predicted from that session's gaps so far, within half the cache (a retention layer "
+           "around each online policy; docs/policies.md, \"Retention hints and session holds\"); "
+           "default off");
   cli.count("--jobs", f.jobs, "N",
             "replays of a sweep or of several policies run at once, each on its own tree; the "
             "output is the same for every N (default: the machine's cores)",
@@ -251,7 +263,8 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
   }
   const bool engine = f.mode != "cache";  // cluster mode runs engines too
   if (engine) {
-    for (const char* flag : {"--sweep", "--plot", "--jobs", "--partial-reuse"}) {
+    for (const char* flag :
+         {"--sweep", "--plot", "--jobs", "--partial-reuse", "--quota", "--hints"}) {
       if (cli.given(flag)) throw UsageError(fmt::format("{}: cache mode only", cli.describe(flag)));
     }
     if (f.policy == kBeladyPolicyName) {
@@ -266,6 +279,10 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
       }
     }
   }
+  if (f.hints != "off" && f.hints != "online") {
+    throw UsageError(fmt::format("{}: unknown value '{}' (known: off, online)",
+                                 cli.describe("--hints"), f.hints));
+  }
   check_tier_flags(cli, engine);
   if (f.mode != "engine" && cli.given("--metrics-listen")) {
     throw UsageError(
@@ -278,6 +295,11 @@ void check_flags(const CommandLine& cli, const ReplayFlags& f) {
     throw UsageError(fmt::format("{}: cache and engine mode only", cli.describe("--mrc")));
   }
   const std::vector<std::string> policies = split_list(f.policy);
+  if (cli.given("--quota") &&
+      std::find(policies.begin(), policies.end(), kBeladyPolicyName) != policies.end()) {
+    throw UsageError(fmt::format("{}: not with --policy belady (the offline bound is one cache)",
+                                 cli.describe("--quota")));
+  }
   if (host_tier_given(cli) &&
       std::find(policies.begin(), policies.end(), kBeladyPolicyName) != policies.end()) {
     throw UsageError(fmt::format("{}: belady is not for a host tier (it bounds one cache)",
@@ -349,6 +371,7 @@ struct ReplayPlan {
   std::vector<uint64_t> capacities;    // pages; one unless --sweep
   std::string budget_flag;             // the flag the budget came from, for errors
   std::vector<Watermarks> watermarks;  // one per capacity
+  std::vector<NamespaceQuota> quotas;  // --quota
   std::vector<HostTierReplayConfig>
       hosts;  // host tiers (capacity 0: none); one unless --sweep-host
   ReadOptions read;
@@ -423,6 +446,16 @@ ReplayPlan plan_replay(const CommandLine& cli, const ReplayFlags& f) {
     plan.capacities.push_back(pages_for_tokens(f.capacity_tokens, plan.layout, plan.budget_flag));
   }
   plan.hosts = host_tiers_of(cli, f.tiers, plan.layout);
+  plan.quotas = parse_quotas(f.quotas, cli.describe("--quota"));
+  for (uint64_t pages : plan.capacities) {  // the checks against each budget, before any replay
+    try {
+      const uint64_t bytes_per_page = plan.layout.bytes_per_page();
+      quota_pages(plan.quotas, CacheBudget({pages * bytes_per_page, 1.0, 1.0}, bytes_per_page),
+                  bytes_per_page);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(fmt::format("{}: {}", cli.describe("--quota"), e.what()));
+    }
+  }
   const bool engine = f.mode != "cache";
   for (uint64_t pages : plan.capacities) {
     plan.watermarks.push_back(resolve_watermarks(
@@ -487,6 +520,9 @@ std::vector<ReplayResult> run_cache_mode(const Trace& trace, const ReplayFlags& 
         config.low_watermark = plan.watermarks[c].low;
         config.policy = policy;
         config.partial_reuse = f.partial_reuse;
+        config.quotas = plan.quotas;
+        // Hints steer an online policy; the offline bound stays the bound.
+        config.hints_online = f.hints == "online" && policy != kBeladyPolicyName;
         if (policy == kBeladyPolicyName) use_belady(config, belady_index);
         config.remote = remote;  // one cell only: --remote is refused with --sweep
         config.disk = disk;      // likewise

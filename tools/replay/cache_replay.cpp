@@ -14,6 +14,7 @@
 #include "runtime/prefix_cache_runtime.h"
 #include "tools/replay/host_tier.h"
 #include "tools/replay/run_checks.h"
+#include "tools/replay/session_hints.h"
 #include "tools/trace/units.h"
 
 namespace radixkv::tools {
@@ -84,7 +85,8 @@ class CacheReplayer {
     // The spec as given ("gdsf:depth_pages=inf"), so that variants of one policy stay apart.
     result_ = start_replay_result(
         "cache",
-        config.policy_factory ? std::string(runtime_->tree().policy().name()) : config.policy,
+        (config.policy_factory ? std::string(runtime_->tree().policy().name()) : config.policy) +
+            (config.hints_online ? "+hints" : ""),
         trace, config.model, config.layout, config.capacity_pages);
     result_.high_watermark_pages = runtime_->budget().high_pages();
     result_.low_watermark_pages = runtime_->budget().low_pages();
@@ -92,6 +94,7 @@ class CacheReplayer {
     if (host_) describe_host_tier();
     if (config.remote != nullptr) result_.remote.store = config.remote->describe();
     if (config.partial_reuse) result_.partial_hit_tokens = 0;
+    if (!config.quotas.empty()) start_namespaces();
     if (config.disk != nullptr) result_.disk.path = config.disk->describe();
     admit_.reserve(trace.requests.size());
     finish_.reserve(trace.requests.size());
@@ -104,6 +107,11 @@ class CacheReplayer {
   TierConfig tier_config();
   void describe_host_tier();
   void replay_request(std::size_t i);
+  void start_namespaces();
+  NamespaceResult& namespace_result(Namespace ns);
+  void update_namespaces();
+  std::span<const TokenRangeRetention> retention_within(std::size_t i,
+                                                        std::span<const TokenId> tokens);
   void finish_run();
 
   const Trace& trace_;
@@ -115,6 +123,8 @@ class CacheReplayer {
   std::unique_ptr<PrefixCacheRuntime> runtime_;
   TokenExpander expander_;
   LatencyRecorder admit_, finish_;
+  OnlineHolds holds_;  // --hints online
+  std::vector<TokenRangeRetention> cut_ranges_;
   ReplayResult result_;
 };
 
@@ -126,12 +136,15 @@ RuntimeConfig CacheReplayer::runtime_config() const {
                                  "cache capacity in bytes"),
       .high_watermark = config_.high_watermark,
       .low_watermark = config_.low_watermark,
-      .partial_reuse = config_.partial_reuse};
+      .partial_reuse = config_.partial_reuse,
+      .quotas = config_.quotas};
   if (config_.policy_factory) {
     runtime.policy = [this] { return config_.policy_factory(trace_); };
   } else {
     runtime.policy = config_.policy;
   }
+  // Hints a trace carries are honoured whatever --hints says; holds come with --hints online.
+  if (config_.hints_online || !trace_.retention.empty()) runtime.retention = RetentionConfig{};
   return runtime;
 }
 
@@ -157,6 +170,22 @@ void CacheReplayer::describe_host_tier() {
   r.low_watermark_pages = given.low_pages();
 }
 
+// The request's retention ranges, cut to the tokens expanded (a prompt longer than the pool is
+// cut, and ranges past the cut would be refused).
+std::span<const TokenRangeRetention> CacheReplayer::retention_within(
+    std::size_t i, std::span<const TokenId> tokens) {
+  const std::span<const TokenRangeRetention> ranges = trace_.retention_of(i);
+  if (tokens.size() == trace_.requests[i].input_tokens || ranges.empty()) return ranges;
+  cut_ranges_.clear();
+  const auto length = static_cast<uint32_t>(tokens.size());
+  for (TokenRangeRetention r : ranges) {
+    if (r.token_start >= length) continue;
+    if (r.token_end != TokenRangeRetention::kToEnd) r.token_end = std::min(r.token_end, length);
+    cut_ranges_.push_back(r);
+  }
+  return cut_ranges_;
+}
+
 // Steps 1 to 4 of cache_replay.h for request i: one admit of the whole pages (AdmitMode::
 // kCacheOnly), whose fresh pages count as computed at once, then finish.
 void CacheReplayer::replay_request(std::size_t i) {
@@ -169,6 +198,8 @@ void CacheReplayer::replay_request(std::size_t i) {
   result_.uncached_pages += (request.input_tokens - tokens.size()) / page_tokens_;
   if (tokens.empty()) return;
   runtime_->set_now(request.arrival_s);
+  if (config_.hints_online)
+    holds_.arrive(*runtime_, request.session, request.agent, request.arrival_s);
 
   const uint64_t disk_pages = config_.disk != nullptr ? config_.disk->stats().loaded_pages : 0;
   const Clock::time_point t0 = Clock::now();
@@ -180,7 +211,8 @@ void CacheReplayer::replay_request(std::size_t i) {
                                                 .request_class = request.request_class,
                                                 .session = request.session,
                                                 .agent = request.agent,
-                                                .mode = AdmitMode::kCacheOnly});
+                                                .mode = AdmitMode::kCacheOnly,
+                                                .retention = retention_within(i, tokens)});
   // Free + evictable pages cover any prompt cut to the pool, the matched ones included.
   if (!admitted.ok()) {
     throw std::logic_error(fmt::format("cache replay: no device room to load request {}", i));
@@ -189,6 +221,7 @@ void CacheReplayer::replay_request(std::size_t i) {
   const auto pages = static_cast<uint32_t>(admitted.block_table.size());
   runtime_->mark_computed(admitted.seq, pages * page_tokens_);
   runtime_->finish(admitted.seq);
+  if (config_.hints_online) holds_.finished(*runtime_, request.session, request.agent);
   admit_.add(t0, t1);
   finish_.add(t1, Clock::now());
 
@@ -203,12 +236,52 @@ void CacheReplayer::replay_request(std::size_t i) {
   result_.remote.hit_tokens += admitted.remote_hit_tokens - disk_tokens;
   if (result_.partial_hit_tokens) *result_.partial_hit_tokens += admitted.partial_hit_tokens;
   result_.inserted_pages += pages - matched_pages;
+  if (!result_.namespaces.empty()) {
+    NamespaceResult& n = namespace_result(request.ns);
+    ++n.requests;
+    n.input_tokens += request.input_tokens;
+    n.hit_tokens += admitted.reused_tokens;
+    update_namespaces();
+  }
   result_.uncached_pages += admitted.uncached_pages;
   if (host_) {
     result_.host.peak_cached_pages =
         std::max(result_.host.peak_cached_pages, runtime_->tree().host_cached_pages());
     result_.host.device_hit_tokens += admitted.device_hit_tokens;
     result_.host.host_hit_tokens += admitted.host_hit_tokens;
+  }
+}
+
+// The quota namespaces in the runtime's order (by id, in pages), then the others.
+void CacheReplayer::start_namespaces() {
+  const auto& policy = static_cast<const QuotaPolicy&>(runtime_->tree().policy());
+  for (const QuotaPages& q : policy.quotas()) {
+    NamespaceResult& n = result_.namespaces.emplace_back();
+    n.name_space = q.name_space;
+    n.min_pages = q.min_pages;
+    n.max_pages = q.max_pages;
+  }
+  result_.namespaces.emplace_back().max_pages = runtime_->budget().limit_pages();
+}
+
+NamespaceResult& CacheReplayer::namespace_result(Namespace ns) {
+  for (NamespaceResult& n : result_.namespaces) {
+    if (n.name_space == ns) return n;
+  }
+  return result_.namespaces.back();
+}
+
+void CacheReplayer::update_namespaces() {
+  const RadixTree& tree = runtime_->tree();
+  uint64_t quota_pages = 0;
+  for (NamespaceResult& n : result_.namespaces) {
+    const uint64_t pages =
+        n.name_space ? tree.namespace_pages(*n.name_space) : tree.cached_pages() - quota_pages;
+    quota_pages += pages;
+    n.final_cached_pages = pages;
+    if (n.lowest_after_min || pages >= n.min_pages) {
+      n.lowest_after_min = std::min(n.lowest_after_min.value_or(pages), pages);
+    }
   }
 }
 

@@ -47,8 +47,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "eviction/eviction_policy.h"
+#include "eviction/quota_policy.h"
 #include "kv_store/kv_layout.h"
 #include "radix/radix_tree.h"
 #include "tools/replay/host_tier.h"
@@ -80,6 +82,12 @@ struct CacheReplayConfig {
   std::function<void(std::size_t)> before_request;
   // Partial-page reuse (RuntimeConfig::partial_reuse): ReplayResult::partial_hit_tokens.
   bool partial_reuse = false;
+  // Tenant quotas (RuntimeConfig::quotas): ReplayResult::namespaces gives each one's figures.
+  std::vector<NamespaceQuota> quotas{};
+  // --hints online: the runtime gets a retention layer (RuntimeConfig::retention) and each
+  // session's path is held between its requests by the online rule of
+  // tools/replay/session_hints.h, from the gaps seen so far. Off: no layer.
+  bool hints_online = false;
   // A host tier under the cache (tools/replay/host_tier.h): off unless its capacity is set.
   HostTierReplayConfig host;
   // The remote tier under the cache (not owned); nullptr: none.

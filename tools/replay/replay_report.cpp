@@ -92,6 +92,18 @@ std::string format_report_text(const ReplayResult& r) {
                      100.0 * static_cast<double>(*r.partial_hit_tokens) /
                          static_cast<double>(std::max<uint64_t>(r.input_tokens, 1))));
   }
+  for (const NamespaceResult& n : r.namespaces) {
+    line(n.name_space ? fmt::format("namespace {}", *n.name_space) : "other namespaces",
+         fmt::format(
+             "{:.2f} % hit rate over {} requests, {} pages cached at the end{}{}",
+             100.0 * n.hit_rate(), group_digits(n.requests), group_digits(n.final_cached_pages),
+             n.name_space ? fmt::format(" (quota: min {} max {} pages", n.min_pages, n.max_pages)
+                          : std::string(),
+             !n.name_space ? std::string()
+             : n.lowest_after_min
+                 ? fmt::format("; fewest after reaching min: {})", *n.lowest_after_min)
+                 : std::string("; never reached min)")));
+  }
   out += format_host_tier_text(r);
   if (!r.remote.store.empty()) {
     line("remote tier",
@@ -194,6 +206,22 @@ Json report_json(const ReplayResult& r) {
       {"finish_us", latency_json(r.finish)},
   };
   if (r.partial_hit_tokens) out["partial_hit_tokens"] = *r.partial_hit_tokens;
+  if (!r.namespaces.empty()) {
+    Json list = Json::array();
+    for (const NamespaceResult& n : r.namespaces) {
+      list.push_back(
+          {{"namespace", n.name_space ? Json(*n.name_space) : Json()},
+           {"min_pages", n.min_pages},
+           {"max_pages", n.max_pages},
+           {"requests", n.requests},
+           {"input_tokens", n.input_tokens},
+           {"hit_tokens", n.hit_tokens},
+           {"hit_rate", n.hit_rate()},
+           {"final_cached_pages", n.final_cached_pages},
+           {"lowest_after_min", n.lowest_after_min ? Json(*n.lowest_after_min) : Json()}});
+    }
+    out["namespaces"] = std::move(list);
+  }
   add_host_tier_json(out, r);
   if (!r.remote.store.empty()) {
     out["remote"] = r.remote.store;

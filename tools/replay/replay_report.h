@@ -6,7 +6,9 @@
 // hit_tokens, hit_rate, hit_bytes, inserted_pages, uncached_pages, evictions (pages),
 // evicted_nodes, peak_cached_pages, peak_cached_bytes, final_cached_pages, pages_leaked,
 // accounting_ok, accounting_error, skipped_records, wall_seconds, cache_seconds,
-// requests_per_second, admit_us and finish_us ({count, p50, p90, p99, max, mean}).
+// requests_per_second, admit_us and finish_us ({count, p50, p90, p99, max, mean}). With --quota:
+// namespaces ([{namespace, min_pages, max_pages, requests, input_tokens, hit_tokens, hit_rate,
+// final_cached_pages, lowest_after_min}], the quota namespaces, then the others as namespace null).
 #pragma once
 
 #include <string>

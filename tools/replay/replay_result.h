@@ -67,6 +67,21 @@ struct DiskReplayResult {
 // counters, and `hit_tokens` the replay counted.
 DiskReplayResult disk_replay_result(disk::DiskTier& tier, uint64_t hit_tokens);
 
+// One namespace named by a quota (cache mode, --quota), or every other namespace together.
+struct NamespaceResult {
+  std::optional<uint64_t> name_space;     // none: every namespace without a quota
+  uint64_t min_pages = 0, max_pages = 0;  // the quota in pages (others: 0 and the budget)
+  uint64_t requests = 0, input_tokens = 0, hit_tokens = 0;
+  uint64_t final_cached_pages = 0;
+  // The fewest pages it held after any request once it first held its min (none: it never did):
+  // the floor the quota kept.
+  std::optional<uint64_t> lowest_after_min;
+  double hit_rate() const {
+    return input_tokens == 0 ? 0.0
+                             : static_cast<double>(hit_tokens) / static_cast<double>(input_tokens);
+  }
+};
+
 struct ReplayResult {
   // What ran.
   std::string mode;    // "cache", "engine" or "cluster"
@@ -106,6 +121,8 @@ struct ReplayResult {
   HostTierResult host;        // with a host tier only (host.enabled)
   RemoteReplayResult remote;  // with a remote tier: hit_tokens counts its hits too
   DiskReplayResult disk;      // with a disk tier: hit_tokens counts its hits too
+  // With --quota: each quota namespace's figures, then the other namespaces' together.
+  std::vector<NamespaceResult> namespaces;
   // Batches of KV events handed to the publisher (--kv-events); unset when not publishing.
   std::optional<uint64_t> kv_events_published;
 

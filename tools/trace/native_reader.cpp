@@ -1,5 +1,8 @@
 // The native format (docs/trace_format.md): an optional header {"radixkv_trace": 1, ...}, then one
-// request a line: id, t, and segs and/or parent; ns, pri, out, kind, conv and agent are optional.
+// request a line: id, t, and segs and/or parent; ns, pri, out, kind, conv, agent and retain are
+// optional.
+#include <algorithm>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -77,6 +80,42 @@ void read_segments(detail::od::value value, std::vector<Segment>& segments) {
   }
 }
 
+// "retain": [[start, end, pri], [start, end, pri, seconds], ...]: TensorRT-LLM's token ranges
+// (eviction/retention.h); without seconds the range never lapses.
+void read_retention(detail::od::value value, std::vector<TokenRangeRetention>& ranges) {
+  std::size_t i = 0;
+  for (auto item : detail::array_value(value, "\"retain\"")) {
+    detail::od::value range = detail::checked(std::move(item));
+    TokenRangeRetention r;
+    std::size_t parts = 0;
+    for (auto part : detail::array_value(range, detail::Label("retain", i))) {
+      detail::od::value v = detail::checked(std::move(part));
+      if (parts == 0) {
+        r.token_start = static_cast<uint32_t>(
+            detail::whole_number(v, detail::Label("retain", i, " start"), 0, kMaxInputTokens));
+      } else if (parts == 1) {
+        r.token_end = static_cast<uint32_t>(
+            detail::whole_number(v, detail::Label("retain", i, " end"), 1, kMaxInputTokens));
+      } else if (parts == 2) {
+        r.priority = static_cast<int32_t>(detail::whole_number(
+            v, detail::Label("retain", i, " priority"), kMinPriority, kMaxPriority));
+      } else if (parts == 3) {
+        r.duration_s = detail::time_value(v, detail::Label("retain", i, " seconds"));
+      } else {
+        throw RecordError(fmt::format(
+            "retain[{}] must be [start, end, priority] or [start, end, priority, seconds]", i));
+      }
+      ++parts;
+    }
+    if (parts < 3) {
+      throw RecordError(fmt::format(
+          "retain[{}] must be [start, end, priority] or [start, end, priority, seconds]", i));
+    }
+    ranges.push_back(r);
+    ++i;
+  }
+}
+
 // Reads records into a trace; for_each_record calls read(), then add() once the line is whole.
 class NativeReader {
  public:
@@ -85,6 +124,7 @@ class NativeReader {
   NativeRecord read(detail::od::object object) {
     NativeRecord record;
     segments_.clear();
+    ranges_.clear();
     bool has_id = false, has_t = false;
     detail::for_each_member(object, [&](std::string_view key, detail::od::value value) {
       if (key == "radixkv_trace") {
@@ -114,6 +154,7 @@ class NativeReader {
       throw RecordError(fmt::format("request id {} appears twice", record.request.id));
     }
     link_parent(record);
+    check_ranges(record);
     return record;
   }
 
@@ -121,7 +162,15 @@ class NativeReader {
     if (record.header) return;
     record.request.request_class = builder_.class_of(record.kind);
     if (record.conv) record.request.session = builder_.session_of(*record.conv);
-    ids_.add(record.request.id, builder_.add(record.request, segments_));
+    const uint32_t index = builder_.add(record.request, segments_);
+    ids_.add(record.request.id, index);
+    if (!ranges_.empty() && trace_.retention_begin.empty()) {
+      trace_.retention_begin.assign(index + 1, 0);  // the requests before had none
+    }
+    if (!trace_.retention_begin.empty()) {
+      trace_.retention.insert(trace_.retention.end(), ranges_.begin(), ranges_.end());
+      trace_.retention_begin.push_back(static_cast<uint32_t>(trace_.retention.size()));
+    }
   }
 
  private:
@@ -144,10 +193,29 @@ class NativeReader {
       record.kind = detail::string_value(value, "\"kind\"");
     } else if (key == "conv") {
       record.conv = detail::whole_number(value, "\"conv\"", 0, kMaxJsonId);
+    } else if (key == "retain") {
+      read_retention(value, ranges_);
     } else if (key == "agent") {
       r.agent = static_cast<uint32_t>(detail::whole_number(value, "\"agent\"", 0, UINT32_MAX));
     } else {
       detail::skip_value(value);
+    }
+  }
+
+  // Each range lies within the prompt: the parent's prompt and answer, then the segments.
+  void check_ranges(const NativeRecord& record) const {
+    if (ranges_.empty()) return;
+    uint64_t input = 0;
+    if (record.request.parent != kNoParent) {
+      const TraceRequest& parent = trace_.requests[record.request.parent];
+      input = uint64_t{parent.input_tokens} + parent.output_tokens;
+    }
+    for (const Segment& segment : segments_) input += segment.length;
+    try {
+      check_retention_ranges(ranges_, static_cast<uint32_t>(std::min<uint64_t>(input, UINT32_MAX)),
+                             "\"retain\"");
+    } catch (const std::invalid_argument& e) {
+      throw RecordError(e.what());
     }
   }
 
@@ -174,6 +242,7 @@ class NativeReader {
   TraceBuilder builder_;
   IdIndex ids_;
   std::vector<Segment> segments_;
+  std::vector<TokenRangeRetention> ranges_;
   bool first_record_ = true;
 };
 

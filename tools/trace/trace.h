@@ -39,6 +39,7 @@
 
 #include "common/splitmix64.h"
 #include "eviction/eviction_entry.h"
+#include "eviction/retention.h"
 #include "radix/radix_node.h"
 
 namespace radixkv::tools {
@@ -130,8 +131,19 @@ struct Trace {
   std::vector<std::string> namespace_names;
   uint32_t sessions = 0;  // sessions named: requests' session ids are 1..sessions
 
+  // Retention hints (native "retain"), each checked against its prompt (check_retention_ranges):
+  // request i's are retention[retention_begin[i] .. retention_begin[i + 1]). retention_begin is
+  // empty when no request has any (TraceRequest stays 56 bytes).
+  std::vector<TokenRangeRetention> retention;
+  std::vector<uint32_t> retention_begin;
+
   std::span<const Segment> segments_of(const TraceRequest& request) const {
     return {segments.data() + request.first_segment, request.num_segments};
+  }
+  std::span<const TokenRangeRetention> retention_of(std::size_t index) const {
+    if (retention_begin.empty()) return {};
+    return {retention.data() + retention_begin[index],
+            retention.data() + retention_begin[index + 1]};
   }
   uint64_t input_tokens() const;
   uint64_t output_tokens() const;
