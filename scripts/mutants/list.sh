@@ -255,7 +255,8 @@ mutant sched-resume-drops-token sim/scheduler.cpp \
 # ---- tools/: cache-mode replay, engine-mode replay, latency and reports
 mutant replay-admits-as-engine tools/replay/cache_replay.cpp \
   "cache mode admits as an engine (last page never matched, all or nothing)" \
-  '.mode = AdmitMode::kCacheOnly});' '});'
+  '.mode = AdmitMode::kCacheOnly,
+                                                .retention' '.retention'
 mutant replay-uncached-not-counted tools/replay/cache_replay.cpp \
   "cache mode does not count the pages it could not cache" \
   'result_.uncached_pages += admitted.uncached_pages;' ''
