@@ -159,8 +159,7 @@ TEST_CASE("router: processes: bad flags exit 2 and name the flag") {
        "endpoint 'tcp://256.1.1.1:5557': '256.1.1.1' is not an IPv4 address"},
       {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--max-pending-routes", "0"},
        "--max-pending-routes"},
-      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--route-ttl", "0"},
-       "--route-ttl"},
+      {{"--worker", "w0=tcp://127.0.0.1:1,tcp://127.0.0.1:2", "--route-ttl", "0"}, "--route-ttl"},
   };
   for (const auto& [args, names] : cases) {
     CAPTURE(names);
