@@ -23,7 +23,6 @@ CacheBudget make_budget(const PagePool& pool, const RuntimeConfig& config) {
   return CacheBudget(budget, pool.bytes_per_page());
 }
 
-// The device policy: config.policy, under a quota layer when quotas are given.
 // The policy of RuntimeConfig, wrapped in the retention layer when the config asks for one.
 std::unique_ptr<EvictionPolicy> device_policy(const RuntimeConfig& config) {
   std::unique_ptr<EvictionPolicy> policy = config.policy.make();
