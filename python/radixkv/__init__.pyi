@@ -1,5 +1,5 @@
 # Type stubs of radixkv (the core API; python/radixkv/__init__.py, python/src/bind_core.cpp).
-from typing import Any, Dict, List, Optional, Sequence as _Seq, Union
+from typing import Any, Dict, List, Optional, Sequence as _Seq, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,7 @@ class AdmitResult:
     position_offset: int
     device_hit_tokens: int
     host_hit_tokens: int
+    partial_hit_tokens: int
     load_ticket: int
     block_table: Optional[npt.NDArray[np.int32]]  # a copy taken at admit
     evicted_pages: int
@@ -70,10 +71,16 @@ class PrefixCacheRuntime:
         host_low_watermark: float = 1.0, host_policy: str = "lru",
         write_policy: str = "write_back", page_hashes: bool = False,
         disk_path: Optional[str] = None, disk_capacity_bytes: int = 0, disk_policy: str = "lru",
-        disk_write_policy: str = "write_back", model: str = ""
+        disk_write_policy: str = "write_back", model: str = "", partial_reuse: bool = False,
+        retention: bool = False, hold_share: float = 0.5, hold_priority: int = 100,
+        quotas: Optional[Dict[int, Tuple[Union[float, int], Union[float, int]]]] = None
     ) -> None: ...
     def admit(
-        self, prompt: Tokens, *, request_id: int = 0, namespace: int = 0, priority: int = 35
+        self, prompt: Tokens, *, request_id: int = 0, namespace: int = 0, priority: int = 35,
+        session: int = 0, agent: int = 0,
+        retention: Optional[
+            _Seq[Tuple[int, Optional[int], int, Optional[float]]]
+        ] = None
     ) -> AdmitResult: ...
     def commit(self, seq: Sequence, computed_tokens: int) -> Dict[str, int]: ...
     def mark_computed(self, seq: Sequence, computed_tokens: int) -> None: ...
@@ -91,7 +98,16 @@ class PrefixCacheRuntime:
     def cached_prefix(self, prompt: Tokens, *, namespace: int = 0) -> int: ...
     def check_accounting(self) -> int: ...
     def stats(self) -> Dict[str, int]: ...
+    def metrics(self) -> str: ...
+    def start_miss_ratio_curve(
+        self, *, max_keys: int = ..., rate: float = ..., seed: int = 0
+    ) -> None: ...
+    def miss_ratio_curve(self) -> Optional[List[Dict[str, float]]]: ...
     def set_now(self, seconds: float) -> None: ...
+    def hold(self, session: int, seconds: float, *, agent: int = 0) -> None: ...
+    def release(self, session: int, *, agent: int = 0) -> None: ...
+    @property
+    def has_retention(self) -> bool: ...
     @property
     def page_tokens(self) -> int: ...
     @property

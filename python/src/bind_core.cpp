@@ -27,6 +27,7 @@
 #include "kv_store/kv_layout.h"
 #include "kv_store/page_pool.h"
 #include "runtime/prefix_cache_runtime.h"
+#include "runtime_options.h"
 #include "tokens.h"
 #include "tools/cli/cli.h"
 
@@ -103,6 +104,7 @@ py::dict stats_dict(const RuntimeStats& s) {
   d["remote_no_staging"] = s.remote_no_staging;
   d["uncached_pages"] = s.uncached_pages;
   d["peak_cached_pages"] = s.peak_cached_pages;
+  d["partial_hit_tokens"] = s.partial_hit_tokens;
   return d;
 }
 
@@ -137,6 +139,7 @@ struct PyAdmitResult {
   uint32_t position_offset = 0;
   uint32_t device_hit_tokens = 0;
   uint32_t host_hit_tokens = 0;
+  uint32_t partial_hit_tokens = 0;
   LoadTicket load_ticket = 0;
   py::object block_table;
   uint64_t evicted_pages = 0;
@@ -226,6 +229,8 @@ void bind_runtime(py::module_& m) {
                     "of reused_tokens: already on the device")
       .def_readonly("host_hit_tokens", &PyAdmitResult::host_hit_tokens,
                     "of reused_tokens: being loaded from the host tier")
+      .def_readonly("partial_hit_tokens", &PyAdmitResult::partial_hit_tokens,
+                    "of reused_tokens: copied from part of a cached page (partial_reuse)")
       .def_readonly("load_ticket", &PyAdmitResult::load_ticket,
                     "compute only once load_done(load_ticket); 0: nothing to wait for")
       .def_readonly("block_table", &PyAdmitResult::block_table,
@@ -247,12 +252,20 @@ void bind_runtime(py::module_& m) {
                        double host_low_watermark, std::string host_policy, std::string write_policy,
                        bool page_hashes, std::optional<std::string> disk_path,
                        uint64_t disk_capacity_bytes, std::string disk_policy,
-                       std::string disk_write_policy, std::string model) {
+                       std::string disk_write_policy, std::string model, bool partial_reuse,
+                       bool retention, double hold_share, int32_t hold_priority,
+                       std::optional<py::dict> quotas) {
              RuntimeConfig config;
              config.cache_bytes = cache_bytes;
              config.high_watermark = high_watermark;
              config.low_watermark = low_watermark;
              config.policy = std::move(policy);
+             config.partial_reuse = partial_reuse;
+             if (retention) {
+               config.retention =
+                   RetentionConfig{.hold_share = hold_share, .hold_priority = hold_priority};
+             }
+             if (quotas) config.quotas = quotas_from(*quotas, pool.bytes_per_page());
              TierConfig tiers;
              tiers.host.pool = host_pool;
              tiers.host.cache_bytes = host_cache_bytes;
@@ -279,23 +292,39 @@ void bind_runtime(py::module_& m) {
            py::arg("write_policy") = "write_back", py::arg("page_hashes") = false,
            py::arg("disk_path") = py::none(), py::arg("disk_capacity_bytes") = 0,
            py::arg("disk_policy") = "lru", py::arg("disk_write_policy") = "write_back",
-           py::arg("model") = "", py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
+           py::arg("model") = "", py::arg("partial_reuse") = false, py::arg("retention") = false,
+           py::arg("hold_share") = RetentionConfig{}.hold_share,
+           py::arg("hold_priority") = RetentionConfig{}.hold_priority,
+           py::arg("quotas") = py::none(), py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
            "host_pool adds a host tier under `pool` (docs/tiers.md): its own budget, policy and\n"
            "write policy ('write_back', 'write_through', 'write_through_selective[:hits=N]').\n"
            "disk_path adds a disk tier (docs/tiers.md, 'The disk tier') in that directory, with\n"
            "its byte budget disk_capacity_bytes, policy and write policy; a runtime made later on\n"
            "the same path and layout (and `model`, which keeps models of one shape apart) finds\n"
-           "its pages again.")
+           "its pages again.\n"
+           "partial_reuse copies the matching leading tokens of a cached page (docs/runtime.md).\n"
+           "retention wraps the policy in a retention layer (docs/policies.md, 'Retention hints\n"
+           "and session holds'): admit(retention=...) hints, hold() and release(); holds stay\n"
+           "within hold_share of the evictable pages and rank as hold_priority.\n"
+           "quotas {namespace: (min, max)} gives tenants shares of the device budget (floats:\n"
+           "fractions, ints: bytes; docs/policies.md, 'Quotas').")
       .def(
           "admit",
-          [](R& self, py::handle prompt, uint64_t request_id, Namespace ns, int32_t priority) {
+          [](R& self, py::handle prompt, uint64_t request_id, Namespace ns, int32_t priority,
+             uint64_t session, uint32_t agent, const py::object& retention) {
             const Exclusive guard(self.busy, "PrefixCacheRuntime");
             const std::vector<int32_t> tokens = to_int32s(prompt, "admit: prompt");
+            const std::vector<TokenRangeRetention> ranges = retention_from(retention);
             AdmitResult r;
             {
               py::gil_scoped_release release;
-              r = self.runtime.admit(
-                  {.id = request_id, .name_space = ns, .prompt = tokens, .priority = priority});
+              r = self.runtime.admit({.id = request_id,
+                                      .name_space = ns,
+                                      .prompt = tokens,
+                                      .priority = priority,
+                                      .session = session,
+                                      .agent = agent,
+                                      .retention = ranges});
             }
             PyAdmitResult out;
             out.status = status_name(r.status);
@@ -303,6 +332,7 @@ void bind_runtime(py::module_& m) {
             out.position_offset = r.position_offset;
             out.device_hit_tokens = r.device_hit_tokens;
             out.host_hit_tokens = r.host_hit_tokens;
+            out.partial_hit_tokens = r.partial_hit_tokens;
             out.load_ticket = r.load_ticket;
             out.block_table = py::none();
             out.evicted_pages = r.evicted_pages;
@@ -314,8 +344,12 @@ void bind_runtime(py::module_& m) {
             return out;
           },
           py::arg("prompt"), py::kw_only(), py::arg("request_id") = 0, py::arg("namespace") = 0,
-          py::arg("priority") = kDefaultPriority,
-          "Matches the prompt, locks the match and allocates pages for the rest.")
+          py::arg("priority") = kDefaultPriority, py::arg("session") = 0, py::arg("agent") = 0,
+          py::arg("retention") = py::none(),
+          "Matches the prompt, locks the match and allocates pages for the rest.\n"
+          "session/agent name the agent conversation and sub-agent hold() keeps; retention is\n"
+          "a list of (token_start, token_end or None, priority 0..100, duration_s or None),\n"
+          "TensorRT-LLM's token-range retention (needs retention=True on the runtime).")
       .def(
           "commit",
           [](R& self, SeqHandle seq, uint32_t computed_tokens) {
@@ -479,6 +513,24 @@ void bind_runtime(py::module_& m) {
           },
           "The live curve's points, or None before start_miss_ratio_curve().")
       .def("set_now", [](R& self, double seconds) { self.runtime.set_now(seconds); })
+      .def(
+          "hold",
+          [](R& self, uint64_t session, double seconds, uint32_t agent) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            self.runtime.hold(session, seconds, agent);
+          },
+          py::arg("session"), py::arg("seconds"), py::kw_only(), py::arg("agent") = 0,
+          "Keeps the path the session's sub-agent last committed for `seconds` from now (the\n"
+          "set_now clock; inf: until release), softly, e.g. while its agent runs a tool.\n"
+          "RuntimeError without retention=True.")
+      .def(
+          "release",
+          [](R& self, uint64_t session, uint32_t agent) {
+            const Exclusive guard(self.busy, "PrefixCacheRuntime");
+            self.runtime.release(session, agent);
+          },
+          py::arg("session"), py::kw_only(), py::arg("agent") = 0, "Ends hold(session).")
+      .def_property_readonly("has_retention", [](const R& s) { return s.read().has_retention(); })
       .def_property_readonly("page_tokens", [](const R& s) { return s.read().page_tokens(); })
       .def_property_readonly("cached_pages", [](const R& s) { return s.read().cached_pages(); })
       .def_property_readonly("evictable_pages",

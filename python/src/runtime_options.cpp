@@ -1,0 +1,80 @@
+// The runtime's options that Python spells its own way: quotas and retention ranges.
+#include "runtime_options.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace py = pybind11;
+
+namespace radixkv::python {
+
+namespace {
+
+// One share of quotas_from()'s (min, max), as it reads them.
+Watermark quota_share(py::handle share, uint64_t ns, const char* which, uint64_t bytes_per_page) {
+  if (py::isinstance<py::bool_>(share) ||
+      !(py::isinstance<py::int_>(share) || py::isinstance<py::float_>(share))) {
+    throw py::type_error(fmt::format(
+        "PrefixCacheRuntime: quotas[{}] {} must be a float (a fraction of the device budget) or "
+        "an int (bytes), not {}",
+        ns, which, std::string(py::str(share.get_type().attr("__name__")))));
+  }
+  if (py::isinstance<py::float_>(share)) return Watermark(share.cast<double>());
+  const auto bytes = share.cast<int64_t>();
+  if (bytes == 0) return Watermark(0.0);
+  if (bytes < 0 || static_cast<uint64_t>(bytes) < bytes_per_page) {
+    throw py::value_error(fmt::format(
+        "PrefixCacheRuntime: quotas[{}] {} = {} bytes is less than one page ({} bytes); give a "
+        "float for a fraction of the device budget",
+        ns, which, bytes, bytes_per_page));
+  }
+  return Watermark::of_bytes(static_cast<uint64_t>(bytes));
+}
+
+}  // namespace
+
+// `quotas`: {namespace: (min, max)}; each share as quota_share() reads it.
+std::vector<NamespaceQuota> quotas_from(const py::dict& quotas, uint64_t bytes_per_page) {
+  std::vector<NamespaceQuota> out;
+  for (const auto& [key, value] : quotas) {
+    NamespaceQuota quota;
+    quota.name_space = key.cast<uint64_t>();
+    const auto shares = value.cast<py::sequence>();
+    if (shares.size() != 2) {
+      throw py::value_error(
+          fmt::format("PrefixCacheRuntime: quotas[{}] must be (min, max), got {} items",
+                      quota.name_space, shares.size()));
+    }
+    quota.min = quota_share(shares[0], quota.name_space, "min", bytes_per_page);
+    quota.max = quota_share(shares[1], quota.name_space, "max", bytes_per_page);
+    out.push_back(quota);
+  }
+  return out;
+}
+
+// A request's retention hints from Python: (token_start, token_end, priority, duration_s) each,
+// token_end None for "to the end" and duration_s None for "never lapses" (TensorRT-LLM's
+// TokenRangeRetentionConfig; the runtime checks the values).
+std::vector<TokenRangeRetention> retention_from(const py::object& ranges) {
+  std::vector<TokenRangeRetention> out;
+  if (ranges.is_none()) return out;
+  for (const py::handle item : ranges) {
+    const auto range = py::reinterpret_borrow<py::object>(item).cast<py::sequence>();
+    if (range.size() != 4) {
+      throw py::value_error(fmt::format(
+          "admit: retention range {} must be (token_start, token_end, priority, duration_s), "
+          "got {} items",
+          out.size(), range.size()));
+    }
+    TokenRangeRetention r;
+    r.token_start = range[0].cast<uint32_t>();
+    if (!range[1].is_none()) r.token_end = range[1].cast<uint32_t>();
+    r.priority = range[2].cast<int32_t>();
+    if (!range[3].is_none()) r.duration_s = range[3].cast<double>();
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace radixkv::python
