@@ -339,7 +339,7 @@ TEST_CASE(
   for (size_t k = 0; k < trace.requests.size(); ++k) trace.requests[k].arrival_s = 100.0 * k;
   for (RoutePolicy policy : kPolicies) {
     CAPTURE(to_string(policy));
-    const ReplayResult result = replay_cluster(trace, cluster(3, policy, 640));
+    const ReplayResult result = replay_cluster(trace, cluster(3, policy, 1536));
     REQUIRE(result.ok());
     const router::OverlapGap& g = result.cluster.overlap;
     CHECK(g.observations == trace.requests.size());
@@ -363,7 +363,7 @@ TEST_CASE(
     uint64_t gap_fresh = 0;
     for (double delay : {0.0, 60.0}) {
       CAPTURE(delay);
-      ClusterReplayConfig config = cluster(3, policy, 1024);
+      ClusterReplayConfig config = cluster(3, policy, 2048);
       config.event_delay_s = delay;
       std::vector<uint64_t> predicted_per_worker(3, 0);
       config.on_route = [&](const RouteRecord& r) {
