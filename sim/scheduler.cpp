@@ -178,6 +178,7 @@ const StepReport& Scheduler::step() {
   report_.prefill_tokens = 0;
   report_.decode_tokens = 0;
   report_.admitted.clear();
+  report_.first_admitted.clear();
   report_.held.clear();
   report_.first_token.clear();
   report_.finished.clear();
@@ -463,6 +464,7 @@ bool Scheduler::try_admit(uint32_t index, bool urgent, uint64_t& budget) {
     ++stats_.admitted;
     stats_.prompt_tokens += e.tokens.size();
     stats_.hit_tokens += r.reused_tokens;
+    report_.first_admitted.push_back({e.request.id, r.reused_tokens});
     stats_.host_hit_tokens += r.host_hit_tokens;
     stats_.remote_hit_tokens += r.remote_hit_tokens;
   } else {

@@ -115,6 +115,11 @@ struct SchedRequest {
   std::vector<TokenId> answer;  // the tokens decode samples, in order; may be empty
 };
 
+struct FirstAdmission {
+  uint64_t id = 0;
+  uint32_t reused_tokens = 0;  // prompt tokens taken from the cache
+};
+
 // What one step did. The id vectors are cleared at the start of every step; each lists ids in
 // the order the step met them.
 struct StepReport {
@@ -127,6 +132,8 @@ struct StepReport {
   std::vector<uint64_t> finished;     // ids that completed (answer fully sampled)
   std::vector<uint64_t> rejected;     // ids refused by the runtime as too large
   std::vector<uint64_t> preempted;    // ids preempted and requeued, in order
+  // Of `admitted`, the first admissions and what each reused (SchedulerStats::hit_tokens sums it).
+  std::vector<FirstAdmission> first_admitted;
   bool worked() const { return prefill_tokens > 0 || decode_tokens > 0; }
 };
 

@@ -2,13 +2,18 @@
 // here, every decision of a whole replay against the same model, one worker against engine mode,
 // and the claim on a generated multi-turn trace: prefix routing keeps >= 90 % of the hit
 // rate of one worker with N times the capacity, and beats round-robin in hit rate and TTFT p99.
+// Predicted against delivered hits: a hand-built trace worked out by hand at three event delays,
+// exactness with fresh events when requests do not overlap in time, a wider gap with delayed
+// events, the sums' agreement, and bad --event-delay values.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "router/overlap_gap.h"
 #include "tests/cli_runs.h"
 #include "tools/replay/cluster_replay.h"
 #include "tools/replay/engine_replay.h"
@@ -242,5 +247,215 @@ TEST_CASE("cluster replay: the command line's report, and its bad flags") {
     const testing::CliRun refused = testing::run_cli(argv);
     CHECK(refused.status == 2);
     CHECK_MESSAGE(refused.err.find(message) != std::string::npos, refused.err);
+  }
+}
+
+// Predicted against delivered (cluster_replay.h). A hand-built trace on 2 workers with 16-token
+// pages and a pool far larger than it, so nothing is evicted; every step is well under a second:
+//   r0 t=0   A = content 1, 64 tokens                -> worker 0 (no overlap, equal loads)
+//   r1 t=0   B = content 2, 48 tokens                -> worker 1 (worker 0 has r0's load)
+//   r2 t=10  A + content 3, 40 tokens (104)          -> A's 4 pages are on worker 0
+//   r3 t=20  B again (48)                            -> B's 3 pages are on worker 1; the engine
+//                                                       computes the last token: cut to 32
+//   r4 t=30  r2's prompt again (104)                 -> r2's 6 whole pages (96) are on worker 0
+TEST_CASE("cluster replay: predicted against delivered hits on a hand-built trace, by delay") {
+  const Trace trace = parse_native(
+      "{\"radixkv_trace\": 1}\n"
+      "{\"id\": 0, \"t\": 0, \"segs\": [[1, 64]], \"out\": 2}\n"
+      "{\"id\": 1, \"t\": 0, \"segs\": [[2, 48]], \"out\": 2}\n"
+      "{\"id\": 2, \"t\": 10, \"segs\": [[1, 64], [3, 40]], \"out\": 2}\n"
+      "{\"id\": 3, \"t\": 20, \"segs\": [[2, 48]], \"out\": 2}\n"
+      "{\"id\": 4, \"t\": 30, \"segs\": [[1, 64], [3, 40]], \"out\": 2}\n",
+      "hand-built");
+  struct Expected {
+    double delay;
+    std::vector<uint32_t> chosen;         // per request
+    std::vector<uint64_t> predicted;      // per request
+    router::OverlapGap worker0, worker1;  // built below from per-request (predicted, delivered)
+  };
+  auto gap = [](std::initializer_list<std::pair<uint64_t, uint64_t>> observed) {
+    router::OverlapGap g;
+    for (const auto& [predicted, delivered] : observed) g.add(predicted, delivered);
+    return g;
+  };
+  const Expected cases[] = {
+      // Fresh events: the index is the caches, every prediction is exact.
+      {0,
+       {0, 1, 0, 1, 0},
+       {0, 0, 64, 32, 96},
+       gap({{0, 0}, {64, 64}, {96, 96}}),
+       gap({{0, 0}, {32, 32}})},
+      // 15 s: r2 (t=10) does not see r0's events yet (due at ~15): worker 0 by load, where A is
+      // reused unseen; r3 and r4 see everything that ended 15 s before them.
+      {15,
+       {0, 1, 0, 1, 0},
+       {0, 0, 0, 32, 96},
+       gap({{0, 0}, {0, 64}, {96, 96}}),
+       gap({{0, 0}, {32, 32}})},
+      // Longer than the trace: the index stays empty, every request after r1 goes to worker 0 by
+      // load; B was never there (r3 delivers 0), A and r2's prompt were (under-predicted).
+      {1000,
+       {0, 1, 0, 0, 0},
+       {0, 0, 0, 0, 0},
+       gap({{0, 0}, {0, 64}, {0, 0}, {0, 96}}),
+       gap({{0, 0}})},
+  };
+  for (const Expected& e : cases) {
+    CAPTURE(e.delay);
+    ClusterReplayConfig config = cluster(2, RoutePolicy::kPrefix, 1024);
+    config.event_delay_s = e.delay;
+    std::vector<RouteRecord> records;
+    config.on_route = [&](const RouteRecord& r) { records.push_back(r); };
+    const ReplayResult result = replay_cluster(trace, config);
+    REQUIRE(result.ok());
+    REQUIRE(records.size() == 5);
+    for (size_t k = 0; k < 5; ++k) {
+      CAPTURE(k);
+      CHECK(records[k].chosen == e.chosen[k]);
+      CHECK(records[k].predicted_hit_tokens == e.predicted[k]);
+    }
+    const ClusterResult& c = result.cluster;
+    CHECK(c.event_delay_s == e.delay);
+    CHECK(c.per_worker[0].overlap == e.worker0);
+    CHECK(c.per_worker[1].overlap == e.worker1);
+    router::OverlapGap both = e.worker0;
+    both += e.worker1;
+    CHECK(c.overlap == both);
+    CHECK(c.overlap.delivered_tokens == result.hit_tokens);  // the hit rate's own hits
+    CHECK(result.evicted_pages == 0);
+    if (e.delay == 1000) CHECK(c.event_batches == 0);  // every batch came due after r4
+  }
+}
+
+TEST_CASE(
+    "cluster replay: with fresh events, requests that do not overlap in time are predicted "
+    "exactly") {
+  GenConfig gen;
+  gen.conversations = 40;
+  gen.seed = 5;
+  Trace trace = parse_native(generate_native(gen), "generated");
+  // Each request arrives long after the one before it has finished: the router sees every
+  // worker's cache as it is when the request is admitted, evictions included.
+  for (size_t k = 0; k < trace.requests.size(); ++k) trace.requests[k].arrival_s = 100.0 * k;
+  for (RoutePolicy policy : kPolicies) {
+    CAPTURE(to_string(policy));
+    const ReplayResult result = replay_cluster(trace, cluster(3, policy, 1536));
+    REQUIRE(result.ok());
+    const router::OverlapGap& g = result.cluster.overlap;
+    CHECK(g.observations == trace.requests.size());
+    CHECK(g.gap_tokens() == 0);
+    CHECK(g.mismatched == 0);
+    CHECK(g.predicted_tokens == g.delivered_tokens);
+    CHECK(g.delivered_tokens == result.hit_tokens);
+    CHECK(g.delivered_tokens > 0);    // there was reuse to predict
+    CHECK(result.evicted_pages > 0);  // and evictions the index had to follow
+  }
+}
+
+TEST_CASE(
+    "cluster replay: delayed events widen the gap, and the sums agree per worker and in total") {
+  GenConfig gen;
+  gen.conversations = 120;
+  gen.seed = 9;
+  const Trace trace = parse_native(generate_native(gen), "generated");
+  for (RoutePolicy policy : {RoutePolicy::kPrefix, RoutePolicy::kPrefixLoad}) {
+    CAPTURE(to_string(policy));
+    uint64_t gap_fresh = 0;
+    for (double delay : {0.0, 60.0}) {
+      CAPTURE(delay);
+      ClusterReplayConfig config = cluster(3, policy, 2048);
+      config.event_delay_s = delay;
+      std::vector<uint64_t> predicted_per_worker(3, 0);
+      config.on_route = [&](const RouteRecord& r) {
+        predicted_per_worker[r.chosen] += r.predicted_hit_tokens;
+      };
+      const ReplayResult result = replay_cluster(trace, config);
+      REQUIRE(result.ok());
+      const ClusterResult& c = result.cluster;
+      REQUIRE(c.total.rejected == 0);  // every routed request was admitted, so observed
+      router::OverlapGap sum;
+      for (uint32_t w = 0; w < 3; ++w) {
+        CAPTURE(w);
+        const ClusterWorkerResult& r = c.per_worker[w];
+        const router::OverlapGap& g = r.overlap;
+        CHECK(g.observations == r.requests);
+        CHECK(g.delivered_tokens == r.hit_tokens);
+        CHECK(g.predicted_tokens == predicted_per_worker[w]);
+        CHECK(g.predicted_tokens + g.underpredicted_tokens ==
+              g.delivered_tokens + g.overpredicted_tokens);
+        CHECK(g.gap_at_most.front() == g.observations - g.mismatched);  // bucket le=0
+        sum += g;
+      }
+      CHECK(c.overlap == sum);
+      CHECK(c.overlap.delivered_tokens == result.hit_tokens);
+      if (delay == 0) {
+        gap_fresh = c.overlap.gap_tokens();
+      } else {
+        MESSAGE(to_string(policy) << ": gap " << gap_fresh << " tokens fresh, "
+                                  << c.overlap.gap_tokens() << " with 60 s of delay");
+        CHECK(c.overlap.gap_tokens() > gap_fresh);
+        CHECK(c.overlap.underpredicted_tokens > 0);  // reuse the router did not see coming
+      }
+    }
+  }
+}
+
+TEST_CASE("cluster replay: an event delay must be a finite number of seconds >= 0") {
+  const Trace trace = parse_native(
+      "{\"radixkv_trace\": 1}\n{\"id\": 0, \"t\": 0, \"segs\": [[1, 64]], \"out\": 2}\n", "one");
+  for (double bad : {-1.0, -1e-9, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    CAPTURE(bad);
+    ClusterReplayConfig config = cluster(2, RoutePolicy::kPrefix, 64);
+    config.event_delay_s = bad;
+    CHECK_THROWS_WITH_AS(replay_cluster(trace, config),
+                         doctest::Contains("the event delay must be a finite number of seconds"),
+                         std::invalid_argument);
+  }
+  const std::pair<std::vector<std::string>, std::string> bad[] = {
+      {{"--mode", "cluster", "--event-delay=-1"}, "--event-delay: -1 is outside [0, 1000000000]"},
+      {{"--mode", "cluster", "--event-delay", "nan"}, "--event-delay: 'nan' is not a number"},
+      {{"--mode", "cluster", "--event-delay", "inf"}, "--event-delay: 'inf' is not a number"},
+      {{"--mode", "cluster", "--event-delay", "1e10"}, "--event-delay: 1e10 is outside"},
+      {{"--mode", "cluster", "--event-delay", "soon"}, "--event-delay: 'soon' is not a number"},
+      {{"--mode", "engine", "--event-delay", "1"},
+       "--event-delay: cluster mode only (add --mode cluster)"},
+  };
+  for (const auto& [args, message] : bad) {
+    CAPTURE(message);
+    std::vector<std::string> argv = {"replay"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const testing::CliRun refused = testing::run_cli(argv);
+    CHECK(refused.status == 2);
+    CHECK_MESSAGE(refused.err.find(message) != std::string::npos, refused.err);
+  }
+}
+
+TEST_CASE("cluster replay: the command line reports predicted against delivered") {
+  for (const std::string delay : {"0", "60"}) {
+    CAPTURE(delay);
+    const testing::CliRun run =
+        testing::run_cli({"replay", "--mode", "cluster", "--workers", "4", "--route", "prefix",
+                          "--pool-bytes", "4GiB", "--event-delay", delay, "--json"});
+    REQUIRE(run.status == 0);
+    const nlohmann::json report = nlohmann::json::parse(run.out);
+    CHECK(report["event_delay_seconds"].get<double>() == std::stod(delay));
+    const nlohmann::json& total = report["overlap"];
+    for (const char* key : {"observations", "predicted_tokens", "delivered_tokens",
+                            "overpredicted_tokens", "underpredicted_tokens", "mispredicted"}) {
+      CAPTURE(key);
+      uint64_t sum = 0;
+      for (const auto& w : report["per_worker"]) sum += w["overlap"][key].get<uint64_t>();
+      CHECK(sum == total[key].get<uint64_t>());
+    }
+    CHECK(total["gap_tokens"].get<uint64_t>() ==
+          total["overpredicted_tokens"].get<uint64_t>() +
+              total["underpredicted_tokens"].get<uint64_t>());
+    CHECK(total["delivered_tokens"].get<uint64_t>() == report["hit_tokens"].get<uint64_t>());
+    CHECK(total["observations"].get<uint64_t>() == report["requests"].get<uint64_t>());
+    const testing::CliRun text = testing::run_cli({"replay", "--mode", "cluster", "--workers", "4",
+                                                   "--pool-bytes", "4GiB", "--event-delay", delay});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("predicted hits") != std::string::npos);
+    CHECK((text.out.find("event delay") != std::string::npos) == (delay != "0"));
   }
 }

@@ -284,6 +284,12 @@ mutant report-digit-groups tools/replay/replay_report.cpp \
 mutant engine-report-p90 tools/replay/engine_report.cpp \
   "the engine report prints p50 as TTFT p90" \
   'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p90_s); });' 'row("TTFT p90", [&](const EngineRun& r) { return seconds(r.ttft_p50_s); });'
+mutant cluster-events-not-delayed tools/replay/cluster_replay.cpp \
+  "cluster mode ignores --event-delay: every batch reaches the router when its step ends" \
+  'w.sent.emplace_back(w.now + config_.event_delay_s, std::move(batch));' 'w.sent.emplace_back(w.now, std::move(batch));'
+mutant cluster-predicted-uncut tools/replay/cluster_replay.cpp \
+  "the predicted hit is the whole overlap, not cut as an engine cuts its match" \
+  'request.prompt.size(), page_tokens_);' '0, page_tokens_);'
 
 # ---- tools/: the command line's flags and the trace readers
 mutant cli-low-default-above-high tools/cli/budget.cpp \

@@ -9,6 +9,7 @@
 namespace radixkv::tools {
 
 constexpr uint64_t kMaxWorkers = 1024;
+constexpr double kMaxEventDelay = 1e9;  // about 32 years: more than any trace spans
 
 void declare_cluster_flags(CommandLine& cli, ClusterFlags& f) {
   cli.count("--workers", f.workers, "N",
@@ -21,10 +22,14 @@ void declare_cluster_flags(CommandLine& cli, ClusterFlags& f) {
            "cluster mode, --route prefix-load: weight of the blocks to prefill against the load "
            "(Dynamo's overlap_score_weight, default 1)",
            0, 1e9);
+  cli.real("--event-delay", f.event_delay, "SECONDS",
+           "cluster mode: simulated seconds from the end of a worker's step to the router applying "
+           "its KV events (default 0: at once)",
+           0, kMaxEventDelay);
 }
 
 std::vector<std::string> cluster_only_flags() {
-  return {"--workers", "--route", "--overlap-weight"};
+  return {"--workers", "--route", "--overlap-weight", "--event-delay"};
 }
 
 ClusterReplayConfig cluster_config(const CommandLine& cli, const ClusterFlags& f,
@@ -42,6 +47,7 @@ ClusterReplayConfig cluster_config(const CommandLine& cli, const ClusterFlags& f
                                  cli.describe("--overlap-weight")));
   }
   config.weights.overlap_score_weight = f.overlap_weight;
+  config.event_delay_s = f.event_delay;
   return config;
 }
 

@@ -1,6 +1,7 @@
-// The cluster-mode part of `radixkv replay` (cmd_replay.cpp calls these): --workers, --route and
-// --overlap-weight, their checks, and the run with its report (tools/replay/cluster_replay.h).
-// Cluster mode also reads every engine-mode flag: each worker is one such engine, with a pool of
+// The cluster-mode part of `radixkv replay` (cmd_replay.cpp calls these): --workers, --route,
+// --overlap-weight and --event-delay, their checks, and the run with its report
+// (tools/replay/cluster_replay.h). Cluster mode also reads every engine-mode flag: each worker is
+// one such engine, with a pool of
 // --pool-bytes (or --cache-bytes, --capacity-tokens) of its own.
 #pragma once
 
@@ -18,6 +19,7 @@ struct ClusterFlags {
   uint64_t workers = 2;
   std::string route = "prefix";
   double overlap_weight = 1.0;
+  double event_delay = 0;  // simulated seconds
 };
 
 void declare_cluster_flags(CommandLine& cli, ClusterFlags& flags);

@@ -4,15 +4,18 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 #include "events/block_hash.h"
 #include "events/event_batcher.h"
 #include "kv_store/page_pool.h"
 #include "router/block_index.h"
+#include "router/overlap_gap.h"
 #include "tools/replay/engine_parts.h"
 #include "tools/replay/run_checks.h"
 
@@ -55,7 +58,7 @@ struct Worker {
   std::unique_ptr<Scheduler> scheduler;
   std::deque<SchedRequest> queued;                         // routed, not yet in the scheduler
   std::vector<events::EventBatch> produced;                // by the step running now
-  std::deque<std::pair<double, events::EventBatch>> sent;  // (visible from, batch)
+  std::deque<std::pair<double, events::EventBatch>> sent;  // (delivered at, batch), in time order
   double now = 0;
   double load = 0;  // blocks of unfinished requests routed here
   ClusterWorkerResult result;
@@ -71,7 +74,12 @@ class ClusterRunner {
         router_(config.route, config.workers, config.weights),
         index_(static_cast<size_t>(config.workers) * config.engine.pool_pages + 1),
         expander_(trace),
-        blocks_(trace.requests.size(), 0.0) {
+        blocks_(trace.requests.size(), 0.0),
+        predicted_(trace.requests.size(), 0) {
+    if (!std::isfinite(config.event_delay_s) || config.event_delay_s < 0) {
+      throw std::invalid_argument(fmt::format(
+          "the event delay must be a finite number of seconds >= 0, got {}", config.event_delay_s));
+    }
     for (uint32_t w = 0; w < config.workers; ++w) {
       workers_.push_back(std::make_unique<Worker>(config, w));
       index_.add_worker(fmt::format("worker{}", w));  // WorkerId w
@@ -84,7 +92,8 @@ class ClusterRunner {
  private:
   double arrival(std::size_t position) const { return trace_.requests[order_[position]].arrival_s; }
   Worker* earliest_busy_worker();
-  void deliver_events(double until);
+  Worker* earliest_delivery();
+  void deliver(Worker& w);
   void route(uint32_t index, double time);
   void step(Worker& w);
   void finish(ReplayResult& result);
@@ -97,7 +106,8 @@ class ClusterRunner {
   TokenExpander expander_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<uint32_t> order_;
-  std::vector<double> blocks_;  // per trace request: its blocks, counted in its worker's load
+  std::vector<double> blocks_;       // per trace request: its blocks, counted in its worker's load
+  std::vector<uint64_t> predicted_;  // per trace request: the hit the router predicted
   std::vector<double> ttft_;
   ClusterResult cluster_;
   double last_finish_ = 0;
@@ -112,18 +122,25 @@ Worker* ClusterRunner::earliest_busy_worker() {
   return earliest;
 }
 
-void ClusterRunner::deliver_events(double until) {
+// The worker whose oldest undelivered batch is due first; ties: the smaller number.
+Worker* ClusterRunner::earliest_delivery() {
+  Worker* earliest = nullptr;
   for (const auto& w : workers_) {
-    while (!w->sent.empty() && w->sent.front().first <= until) {
-      index_.apply(w->id, w->sent.front().second);
-      ++cluster_.event_batches;
-      w->sent.pop_front();
+    if (!w->sent.empty() &&
+        (earliest == nullptr || w->sent.front().first < earliest->sent.front().first)) {
+      earliest = w.get();
     }
   }
+  return earliest;
+}
+
+void ClusterRunner::deliver(Worker& w) {
+  index_.apply(w.id, w.sent.front().second);
+  ++cluster_.event_batches;
+  w.sent.pop_front();
 }
 
 void ClusterRunner::route(uint32_t index, double time) {
-  deliver_events(time);
   SchedRequest request = sched_request(trace_, expander_, index);
   const std::vector<events::BlockHash> hashes =
       events::prefix_block_hashes(request.name_space, request.prompt, page_tokens_);
@@ -134,6 +151,9 @@ void ClusterRunner::route(uint32_t index, double time) {
   for (const auto& w : workers_) record.loads.push_back(w->load);
   record.request_blocks = static_cast<double>(request.prompt.size()) / page_tokens_;
   record.chosen = router_.choose(record.overlaps, record.loads, record.request_blocks);
+  record.predicted_hit_tokens = router::predicted_hit_tokens(
+      uint64_t{record.overlaps[record.chosen]} * page_tokens_, request.prompt.size(), page_tokens_);
+  predicted_[index] = record.predicted_hit_tokens;
   if (record.overlaps[record.chosen] > 0) ++cluster_.routed_to_overlap;
   if (config_.on_route) config_.on_route(record);
 
@@ -157,6 +177,9 @@ void ClusterRunner::step(Worker& w) {
   const double cost = config_.engine.cost.step_seconds(step.prefill_tokens, step.decode_tokens);
   w.now += cost;
   w.result.busy_seconds += cost;
+  for (const FirstAdmission& a : step.first_admitted) {
+    w.result.overlap.add(predicted_[a.id], a.reused_tokens);
+  }
   for (uint64_t id : step.first_token) ttft_.push_back(w.now - trace_.requests[id].arrival_s);
   for (uint64_t id : step.finished) w.load -= blocks_[id];
   if (!step.finished.empty()) last_finish_ = std::max(last_finish_, w.now);
@@ -165,8 +188,10 @@ void ClusterRunner::step(Worker& w) {
   cluster_.total.peak_running =
       std::max<uint64_t>(cluster_.total.peak_running, step.running + step.finished.size());
   w.peak_cached_pages = std::max(w.peak_cached_pages, w.runtime->tree().cached_pages());
-  // The step's changes reach the router when it ends.
-  for (events::EventBatch& batch : w.produced) w.sent.emplace_back(w.now, std::move(batch));
+  // The step's changes reach the router the event delay after it ends.
+  for (events::EventBatch& batch : w.produced) {
+    w.sent.emplace_back(w.now + config_.event_delay_s, std::move(batch));
+  }
   w.produced.clear();
   if (!step.worked() && step.admitted.empty() && step.preempted.empty() && step.finished.empty() &&
       step.rejected.empty()) {
@@ -187,7 +212,11 @@ void ClusterRunner::run(ReplayResult& result) {
   uint64_t reported = 0;
   while (true) {
     Worker* busy = earliest_busy_worker();
-    if (next < total && (busy == nullptr || arrival(next) <= busy->now)) {
+    Worker* sender = next < total ? earliest_delivery() : nullptr;  // none after the last arrival
+    if (sender != nullptr && sender->sent.front().first <= arrival(next) &&
+        (busy == nullptr || sender->sent.front().first <= busy->now)) {
+      deliver(*sender);
+    } else if (next < total && (busy == nullptr || arrival(next) <= busy->now)) {
       route(order_[next], arrival(next));
       ++next;
     } else if (busy != nullptr) {
@@ -227,6 +256,7 @@ void ClusterRunner::finish(ReplayResult& result) {
     for (uint64_t ns : w->scheduler->finish_ns()) finish.add_ns(ns);
     busiest = std::max(busiest, w->result.busy_seconds);
     busy_sum += w->result.busy_seconds;
+    cluster_.overlap += w->result.overlap;
 
     result.inserted_pages += w->runtime->stats().committed_pages;
     result.evicted_pages += w->result.evicted_pages;
@@ -267,6 +297,7 @@ ReplayResult replay_cluster(const Trace& trace, const ClusterReplayConfig& confi
   cluster.workers = config.workers;
   cluster.route = std::string(to_string(config.route));
   cluster.overlap_weight = config.weights.overlap_score_weight;
+  cluster.event_delay_s = config.event_delay_s;
   cluster.schedule = config.engine.schedule;
   cluster.cost = config.engine.cost;
   return result;

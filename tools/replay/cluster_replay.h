@@ -12,12 +12,22 @@
 //     request. A routed request joins its worker's queue, entering the scheduler (at most `window`
 //     waiting) at the worker's next step.
 //   - The router is the router service's code in process: a router::BlockIndex fed by the
-//     workers' event batches (no sockets). A batch becomes visible at the end of the step that
-//     produced it: a request routed at time t sees every batch of steps that ended by t, and none
-//     of later ones — what a router receiving events over the network would know, with no delay.
+//     workers' event batches (no sockets). A batch is delivered to the index `event_delay_s`
+//     simulated seconds after the end of the step that produced it (0: at its end): a request
+//     routed at time t sees every batch delivered by t, and none later — what a router receiving
+//     events over a network with that delay would know. Deliveries are the loop's third kind of
+//     thing: in delivery time order, before an arrival or a step at the same time, ties between
+//     workers to the smaller number (a worker's own batches are due in the order it made them).
+//     Batches due after the last arrival are never applied: nothing is routed after it.
 //   - Routing (tools/replay/cluster_routing.h) is given each worker's overlap with the request's
 //     block hashes (events/block_hash.h: its whole prompt pages in its namespace) and its load: the
 //     blocks (prompt tokens / page tokens) of the requests routed to it that have not finished.
+//   - Predicted against delivered (router/overlap_gap.h, as the router service's POST /observe):
+//     per routed request, the chosen worker's overlap in tokens, cut as the engine cuts its match
+//     (router::predicted_hit_tokens), against the tokens it reused at first admission; summed per
+//     worker and over the cluster. With fresh events (delay 0) a request admitted at once on an
+//     idle worker is predicted exactly; the gap comes from what changes between routing and
+//     admission (requests of the worker still running or queued then) and from the delay.
 //   - Reported: the cluster's hit rate (hit tokens over prompt tokens, at first admission, as in
 //     engine mode), per worker (requests, hit rate, peak load, busy seconds), TTFT percentiles
 //     over every request (arrival to the end of the step that sampled its first token), and the
@@ -46,6 +56,8 @@ struct RouteRecord {
   std::vector<double> loads;
   double request_blocks = 0;
   uint32_t chosen = 0;
+  // The chosen worker's overlap in tokens, cut as an engine cuts its match: the predicted hit.
+  uint64_t predicted_hit_tokens = 0;
 };
 
 struct ClusterReplayConfig {
@@ -55,12 +67,14 @@ struct ClusterReplayConfig {
   uint32_t workers = 2;
   RoutePolicy route = RoutePolicy::kPrefix;
   router::CostWeights weights;  // prefix-load's cost
+  double event_delay_s = 0;     // simulated seconds from a step's end to its events' delivery
   // Called with every decision, in routing order (tests compare each with a model).
   std::function<void(const RouteRecord&)> on_route;
 };
 
 // Throws PoolTooSmall when a request could never fit one worker's pool, std::invalid_argument for
-// a bad engine configuration, 0 workers or a bad weight.
+// a bad engine configuration, 0 workers, a bad weight or an event delay that is negative or not
+// finite.
 ReplayResult replay_cluster(const Trace& trace, const ClusterReplayConfig& config);
 
 }  // namespace radixkv::tools
