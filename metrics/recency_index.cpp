@@ -23,16 +23,26 @@ uint32_t width_for(uint32_t max_keys) { return 2 * max_keys; }
 
 uint32_t words_for(uint32_t width) { return (width + kWordBits - 1) / kWordBits; }
 
+// The bits set in x, by the classic SWAR sums (H. S. Warren, "Hacker's Delight", 5-1):
+// std::popcount is a library call where the build does not assume the popcnt instruction.
+uint32_t count_bits(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<uint32_t>((x * 0x0101010101010101ull) >> 56);
+}
+
 }  // namespace
 
 // Level 0 has a count per word, each later one a count per group of kFanOut below, up to a level
-// of at most kFanOut counts.
+// of at most kFanOut counts. Each level is padded with zero counts to whole groups, so that a
+// query adds a whole group, masked, without a bound to check.
 uint32_t RecencyIndex::layout_levels(uint32_t words, LevelBegins& begins) {
   uint32_t levels = 0;
   uint32_t level_size = words;
   begins[0] = 0;
   for (;;) {
-    begins[levels + 1] = begins[levels] + level_size;
+    begins[levels + 1] = begins[levels] + (level_size + kFanOut - 1) / kFanOut * kFanOut;
     ++levels;
     if (level_size <= kFanOut) return levels;
     level_size = (level_size + kFanOut - 1) / kFanOut;
@@ -72,11 +82,11 @@ std::size_t RecencyIndex::memory_bytes() const {
 }
 
 // Fibonacci hashing on a SplitMix64 mix: any key set spreads over the table.
-std::size_t RecencyIndex::home(uint64_t key) const {
+inline std::size_t RecencyIndex::home(uint64_t key) const {
   return static_cast<std::size_t>(splitmix64(key) >> table_shift_);
 }
 
-std::size_t RecencyIndex::position(uint64_t key) const {
+inline std::size_t RecencyIndex::position(uint64_t key) const {
   const std::size_t mask = table_keys_.size() - 1;
   std::size_t pos = home(key);
   while (table_keys_[pos] != kNoKey && table_keys_[pos] != key) pos = (pos + 1) & mask;
@@ -190,7 +200,7 @@ void RecencyIndex::compact() {
   std::fill_n(slot_bits_.begin(), full_words, ~uint64_t{0});
   if (live % kWordBits != 0) slot_bits_[full_words] = (uint64_t{1} << (live % kWordBits)) - 1;
   for (std::size_t word = 0; word < slot_bits_.size(); ++word) {
-    const auto keys = static_cast<uint32_t>(std::popcount(slot_bits_[word]));
+    const uint32_t keys = count_bits(slot_bits_[word]);
     std::size_t unit = word;
     for (std::size_t level = 0; level < levels_; ++level, unit /= kFanOut) {
       counts_[level_begin_[level] + unit] += keys;
@@ -219,15 +229,17 @@ void RecencyIndex::vacate(uint32_t slot) {
 
 uint32_t RecencyIndex::occupied_above(uint32_t slot) const {
   // The bits above the slot's own in its word (two shifts: a shift by 64 is undefined).
-  auto above =
-      static_cast<uint32_t>(std::popcount(slot_bits_[slot / kWordBits] >> (slot % kWordBits) >> 1));
-  // Then the later siblings of the slot's unit, level by level.
+  uint32_t above = count_bits(slot_bits_[slot / kWordBits] >> (slot % kWordBits) >> 1);
+  // Then the later siblings of the slot's unit, level by level: its whole group, masked (no
+  // branch on the unit's place: the compiler adds the group in vector registers, where a
+  // conditional add would be a branch per sibling).
   std::size_t unit = slot / kWordBits;
   for (std::size_t level = 0; level < levels_; ++level, unit /= kFanOut) {
-    const std::size_t level_size = level_begin_[level + 1] - level_begin_[level];
-    const std::size_t group_end = std::min(unit / kFanOut * kFanOut + kFanOut, level_size);
-    const uint32_t* counts = counts_.data() + level_begin_[level];
-    for (std::size_t sibling = unit + 1; sibling < group_end; ++sibling) above += counts[sibling];
+    const uint32_t* group = counts_.data() + level_begin_[level] + unit / kFanOut * kFanOut;
+    const auto own = static_cast<uint32_t>(unit % kFanOut);
+    for (uint32_t i = 0; i < kFanOut; ++i) {
+      above += group[i] & (0u - static_cast<uint32_t>(i > own));
+    }
   }
   return above;
 }
