@@ -12,9 +12,11 @@
 // Segments. Occupancy is a bitmap of the slots, counted by a tree of fan-out 8 over its 64-slot
 // words: level 0 counts each word's keys, level 1 each run of 8 words, level 2 each run of 64, up
 // to a level of at most 8 counts. The keys above a slot are the bits above it in its word plus, at
-// each level, the counts of the later siblings in its group of 8: at most 7 additions a level,
-// ceil(log8(width / 64)) levels (3 at the default 16,384 keys), over 2.3 KiB of counts that stay
-// in L1. A touch clears one bit and sets another, and moves one count per level by 1. (Its
+// each level, the counts of the later siblings in its group of 8: at most 7 additions a level
+// (summed as a whole group, masked; levels are padded with zeros to whole groups, and a group's
+// first count is never read), about log8 of the words levels (3 at the default 16,384 keys: 512
+// words), over 2.3 KiB of counts that stay in L1. A touch clears one bit and sets another, and
+// moves one count per level by 1. (Its
 // predecessor, a Fenwick tree over the slots, walked log2(width) = 15 counters in 128 KiB for each
 // query and each of the two updates.)
 //
@@ -24,8 +26,9 @@
 // removal of the least recent key probes the table.
 //
 // Every array is allocated once, at construction, and never grows: memory_bytes() ==
-// memory_bound(max_keys) for the whole life, about 32 bytes a key (512 KiB and 4.6 KiB of
-// bitmap and counts at 16,384 keys). A new key beyond max_keys is the caller's error with touch()
+// memory_bound(max_keys) for the whole life, about 32 bytes a key: 530,720 bytes (518 KiB) at
+// 16,384 keys, 512 KiB of them the table and the slots' positions, 6.3 KiB the bitmap and the
+// counts. A new key beyond max_keys is the caller's error with touch()
 // (std::length_error, nothing changed); touch_evicting() makes room instead. Single-owner.
 #pragma once
 
