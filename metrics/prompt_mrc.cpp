@@ -1,6 +1,9 @@
 #include "metrics/prompt_mrc.h"
 
 #include <fmt/format.h>
+// Inlined (the header's own option): a page's XXH3 is a short input, where the library call
+// costs about as much as the hash, and inlined the pages' hashes overlap.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <cmath>

@@ -82,11 +82,7 @@ void ShardsMrc::access(std::span<const uint64_t> page_keys) {
   // max_keys >= R x C_max, where it misses at every capacity, as an untracked key does.
   for (std::size_t i = page_keys.size(); i-- > 0;) {
     const uint64_t value = sampling_value(page_keys[i], mask_);
-    if (value > threshold_) continue;
-    if (index_.size() == index_.max_keys() && !index_.contains(value)) {
-      index_.erase_least_recent();
-    }
-    index_.touch(value);
+    if (value <= threshold_) index_.touch_evicting(value);
   }
 }
 

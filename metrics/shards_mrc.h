@@ -18,9 +18,9 @@
 //
 // Sampling (SHARDS). A key is tracked only if its value (key ^ SplitMix64(seed)) >> 1 is at most a
 // threshold: rate R = (threshold + 1) / 2^63 (keys are uniform 64-bit hashes). Distances count
-// tracked keys only (metrics/recency_index.h, O(log n) per access) and are scaled by 1/R: an access
-// misses at C when its distance >= R x C. Each sampled miss weighs 1/R, and the hits at C are all
-// page accesses (counted exactly) minus the weighted misses: the paper's SHARDS_adj correction
+// tracked keys only (metrics/recency_index.h) and are scaled by 1/R: an access misses at C when
+// its distance >= R x C. Each sampled miss weighs 1/R, and the hits at C are all page accesses
+// (counted exactly) minus the weighted misses: the paper's SHARDS_adj correction
 // (the expected minus the actual number of samples added to the first bucket), written as a
 // Horvitz-Thompson estimate of the misses.
 //
@@ -33,9 +33,10 @@
 // which this window does not spend the budget on.)
 //
 // Memory: every array is allocated at construction: memory_bytes() ==
-// RecencyIndex::memory_bound(window_keys()) <= memory_bound(max_keys), 48 bytes a key: 768 KiB
-// at the default 16,384 keys (tests/test_metrics_mrc.cpp asserts <= 1 MiB).
-// Cost per page: an xor, a shift and a compare; per sampled page O(log window) more.
+// RecencyIndex::memory_bound(window_keys()) <= memory_bound(max_keys), about 32 bytes a key:
+// 518 KiB at the default 16,384 keys (tests/test_metrics_mrc.cpp asserts <= 1 MiB).
+// Cost per page: an xor, a shift and a compare; per sampled page two table probes and a few dozen
+// additions in L1 (metrics/recency_index.h).
 // Single-owner.
 #pragma once
 

@@ -377,7 +377,7 @@ class PrefixCacheRuntime {
   void write_metrics(std::ostream& out) const;
   // Starts the live miss-ratio curve afresh (metrics/prompt_mrc.h, docs/metrics.md): from now on
   // every admitted prompt feeds it, and it gives the LRU hit rate at 1/4x to 8x the cache's size
-  // (its budget, plus the host tier's), at the fixed memory of `config` (768 KiB by default).
+  // (its budget, plus the host tier's), at the fixed memory of `config` (518 KiB by default).
   // Off until called: it costs about as much as admit itself (docs/metrics.md, "Cost"). Throws
   // std::invalid_argument for a bad config or a cache of fewer than 4 pages.
   void start_miss_ratio_curve(const metrics::ShardsConfig& config = {});

@@ -1,6 +1,6 @@
-// The miss-ratio curve's parts against naive models: RecencyIndex against a recency list,
-// ShardsMrc at rate 1 against LRU over a list of pages per capacity, and the fixed-size
-// sampler's bounds (memory, keys, a rate that only falls).
+// The miss-ratio curve's parts against naive models: RecencyIndex against a recency list and a
+// naive LRU stack, ShardsMrc at rate 1 against LRU over a list of pages per capacity, and the
+// fixed-size sampler's bounds (memory, keys, a rate that only falls).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -74,6 +74,53 @@ void check_against_list(uint32_t max_keys, uint64_t universe, int operations, ui
   for (const uint64_t key : model.order) REQUIRE(index.more_recent(key) == depth++);
 }
 
+// The LRU stack itself, naively: a vector, least recent first; O(n) an access.
+struct NaiveLruStack {
+  std::vector<uint64_t> keys;  // keys.back() is the most recent
+
+  std::optional<uint64_t> distance(uint64_t key) const {
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) return std::nullopt;
+    return static_cast<uint64_t>(keys.end() - it - 1);
+  }
+  void touch(uint64_t key) {
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    if (it != keys.end()) keys.erase(it);
+    keys.push_back(key);
+  }
+};
+
+// Random accesses, half of them to a key a few places down the stack (the reuse a cache sees),
+// half anywhere in the universe; touch_evicting on a full index drops the least recent key, as
+// the oracle does. The index's distance must equal the oracle's before every access.
+void check_against_stack(uint32_t max_keys, uint64_t universe, int accesses, uint64_t seed) {
+  CAPTURE(max_keys);
+  CAPTURE(universe);
+  RecencyIndex index(max_keys);
+  NaiveLruStack oracle;
+  std::mt19937_64 rng(seed);
+  for (int access = 0; access < accesses; ++access) {
+    CAPTURE(access);
+    uint64_t key = rng() % universe * 0x9E3779B97F4A7C15ull;
+    if (!oracle.keys.empty() && rng() % 2 == 0) {
+      const uint64_t depth = rng() % std::min<uint64_t>(oracle.keys.size(), 1 + rng() % 512);
+      key = oracle.keys[oracle.keys.size() - 1 - depth];
+    }
+    REQUIRE(index.more_recent(key) == oracle.distance(key));
+    if (!oracle.distance(key) && oracle.keys.size() == max_keys) {
+      oracle.keys.erase(oracle.keys.begin());
+    }
+    oracle.touch(key);
+    index.touch_evicting(key);
+    REQUIRE(index.size() == oracle.keys.size());
+    if (rng() % 64 == 0) {  // now and then the least recent leaves on its own
+      REQUIRE(index.erase_least_recent());
+      oracle.keys.erase(oracle.keys.begin());
+    }
+  }
+  for (const uint64_t key : oracle.keys) REQUIRE(index.more_recent(key) == oracle.distance(key));
+}
+
 // LRU over pages as the stack model states it (metrics/shards_mrc.h): a request's pages hit when
 // they are among the `capacity` most recent at its start; then they are stacked deepest first, so
 // that the root is the most recent.
@@ -128,6 +175,14 @@ TEST_CASE("recency index: distances equal a recency list's positions") {
   check_against_list(1, 3, 500, 4);         // one key
   check_against_list(100, 100, 20000, 5);   // full, many compactions of a fixed width
   check_against_list(300, 5000, 20000, 6);  // mostly new keys, the oldest leaving
+}
+
+TEST_CASE("recency index: reuse distances equal a naive LRU stack's, access by access") {
+  check_against_stack(1, 4, 300, 41);          // one key: every new one replaces it
+  check_against_stack(64, 80, 20000, 42);      // one word of slots; full, many compactions
+  check_against_stack(700, 900, 40000, 43);    // 22 words: two levels of counts
+  check_against_stack(3000, 6000, 40000, 44);  // 94 words: three levels, the window full
+  check_against_stack(3000, 2500, 40000, 45);  // never full: compactions of a growing stack
 }
 
 TEST_CASE("recency index: allocates its bound once, refuses kNoKey and an empty bound") {

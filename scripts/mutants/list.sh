@@ -425,9 +425,15 @@ mutant metrics-unweighted-misses metrics/shards_mrc.cpp \
 mutant metrics-window-short metrics/shards_mrc.cpp \
   "the curve's window drops a key one place before it misses at the largest capacity" \
   'const double keys = std::ceil(rate * static_cast<double>(config.capacities_pages.back()));' 'const double keys = std::ceil(rate * static_cast<double>(config.capacities_pages.back())) - 1;'
-mutant metrics-fenwick-rebuild metrics/recency_index.cpp \
-  "compaction rebuilds the Fenwick tree one occupied slot short" \
-  'for (std::size_t i = 1; i < fenwick_.size(); ++i) fenwick_[i] = i <= live ? 1 : 0;' 'for (std::size_t i = 1; i < fenwick_.size(); ++i) fenwick_[i] = i < live ? 1 : 0;'
+mutant metrics-segment-rebuild metrics/recency_index.cpp \
+  "compaction rebuilds the recency index's occupied slots one short where they end inside a word" \
+  'slot_bits_[full_words] = (uint64_t{1} << (live % kWordBits)) - 1;' 'slot_bits_[full_words] = (uint64_t{1} << (live % kWordBits - 1)) - 1;'
+mutant metrics-segment-sum-own metrics/recency_index.cpp \
+  "a distance counts the keys of the slot's own segment among those after it" \
+  'above += group[i] & (0u - static_cast<uint32_t>(i > own));' 'above += group[i] & (0u - static_cast<uint32_t>(i >= own));'
+mutant metrics-evict-no-reprobe metrics/recency_index.cpp \
+  "a new key that evicts the least recent goes where it was looked up, past the hole the deletion left" \
+  "pos = position(key);  // the deletion may have opened a hole on the key's probe path" '// (no second look-up)'
 mutant metrics-label-quote metrics/prometheus.cpp \
   "a double quote inside a label value is written unescaped" \
   'out += "\\\"";' 'out += "\"";'
