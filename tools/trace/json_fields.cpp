@@ -226,4 +226,13 @@ void require_end(od::document& document) {
   }
 }
 
+void reserve_segments_ahead(Trace& trace, uint64_t bytes_read, uint64_t bytes_total) {
+  if (bytes_read == 0 || bytes_read >= bytes_total) return;
+  const double rate = static_cast<double>(trace.segments.size()) / static_cast<double>(bytes_read);
+  const double estimate = rate * static_cast<double>(bytes_total) * 1.125;
+  const auto segments =
+      static_cast<uint64_t>(std::min(estimate, static_cast<double>(bytes_total / 2)));
+  if (segments > trace.segments.size()) trace.segments.reserve(segments);
+}
+
 }  // namespace radixkv::tools::detail
