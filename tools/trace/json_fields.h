@@ -102,8 +102,19 @@ void for_each_member(od::object object, Fn&& fn) {
 // Walks a value nobody reads, checking that it is valid JSON with no key twice in an object.
 void skip_value(od::value value);
 
-// A whole number in [min, max]; `what` names it in errors.
-uint64_t whole_number(od::value value, const Label& what, uint64_t min, uint64_t max);
+// Throws the RecordError (or JsonSyntaxError) of a whole-number field that is not a whole number
+// in [min, max]: simdjson's `error` reading it as uint64, or else the number read.
+[[noreturn]] void throw_not_whole(od::value& value, const Label& what, simdjson::error_code error,
+                                  uint64_t number, uint64_t min, uint64_t max);
+
+// A whole number in [min, max]; `what` names it in errors. Inline, for the hash ids of a trace:
+// a million of them in a large one.
+inline uint64_t whole_number(od::value value, const Label& what, uint64_t min, uint64_t max) {
+  uint64_t number = 0;
+  const simdjson::error_code error = value.get_uint64().get(number);
+  if (error == simdjson::SUCCESS && number >= min && number <= max) return number;
+  throw_not_whole(value, what, error, number, min, max);
+}
 int64_t signed_whole_number(od::value value, const Label& what, int64_t min, int64_t max);
 // A finite number of seconds (or milliseconds), not negative.
 double time_value(od::value value, const Label& what);
@@ -125,6 +136,8 @@ void require_end(od::document& document);
 // of reading it (bench/README.md, issue 34). It is only an estimate: records unlike the first ones
 // make the vector grow as before, and room reserved but never used is address space, not memory
 // (never faulted in). Never more than bytes_total / 2 segments, what the densest text could hold.
+// The extrapolated count (without the margin) is faulted in at once, which on a VM costs a
+// fraction of faulting it page by page as the segments are written.
 void reserve_segments_ahead(Trace& trace, uint64_t bytes_read, uint64_t bytes_total);
 // Bytes of a JSONL input read before its segments are reserved for the rest: enough records to
 // tell their size, a small share of a large trace.
