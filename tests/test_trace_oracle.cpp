@@ -165,7 +165,7 @@ TEST_CASE("oracle: short records, blank and CRLF lines, and no final newline") {
   // Records far shorter than the reader's guess of a record's size, so that room reserved from
   // the file's size is never too little, and ids of every width.
   std::string text;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 6000; ++i) {
     text += fmt::format(R"({{"timestamp":{},"input_length":{},"output_length":0,"hash_ids":[{}]}})",
                         i, 1 + i % 512, i % 10 == 0 ? uint64_t{1} << 63 : uint64_t(i % 7));
     text += i % 3 == 0 ? "\r\n" : i % 5 == 0 ? "\n\n" : "\n";
