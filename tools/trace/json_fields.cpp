@@ -258,11 +258,13 @@ void reserve_segments_ahead(Trace& trace, uint64_t bytes_read, uint64_t bytes_to
   const auto segments = static_cast<uint64_t>(std::min(expected * 1.125, most));
   if (segments <= trace.segments.size()) return;
   trace.segments.reserve(segments);
-  // The expected part is faulted in now; the margin only when used.
+  // The expected part is faulted in now, the margin only when used; at most kPopulateBytes, so
+  // that a file whose first records are far denser than the rest commits little it won't use.
+  constexpr uint64_t kPopulateBytes = uint64_t{256} << 20;
   const auto used = static_cast<uint64_t>(std::min(expected, most));
   if (used > trace.segments.size()) {
     populate(trace.segments.data() + trace.segments.size(),
-             (used - trace.segments.size()) * sizeof(Segment));
+             std::min((used - trace.segments.size()) * sizeof(Segment), kPopulateBytes));
   }
 }
 

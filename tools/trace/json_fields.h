@@ -136,8 +136,8 @@ void require_end(od::document& document);
 // of reading it (bench/README.md, issue 34). It is only an estimate: records unlike the first ones
 // make the vector grow as before, and room reserved but never used is address space, not memory
 // (never faulted in). Never more than bytes_total / 2 segments, what the densest text could hold.
-// The extrapolated count (without the margin) is faulted in at once, which on a VM costs a
-// fraction of faulting it page by page as the segments are written.
+// The extrapolated count (without the margin, at most 256 MiB of it) is faulted in at once, which
+// on a VM costs a fraction of faulting it page by page as the segments are written.
 void reserve_segments_ahead(Trace& trace, uint64_t bytes_read, uint64_t bytes_total);
 // Bytes of a JSONL input read before its segments are reserved for the rest: enough records to
 // tell their size, a small share of a large trace.
