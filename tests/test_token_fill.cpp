@@ -104,6 +104,22 @@ TEST_CASE("token fill: keys one bit apart differ in every 3 consecutive tokens, 
   CHECK(content_token(0, 1) != content_token(0, 2));
 }
 
+TEST_CASE("token fill: fill_content writes content_token(key, begin + j), at every length") {
+  // Lengths across the doubling copies' edges (24, 48, 96, ...), every phase of `begin`.
+  for (const uint64_t key : {uint64_t{0}, uint64_t{0x0123456789abcdef}, ~uint64_t{0}}) {
+    for (uint32_t begin = 0; begin < 4; ++begin) {
+      for (uint32_t length = 0; length <= 1100; ++length) {
+        std::vector<TokenId> out(length + 1, 7);
+        fill_content(key, begin, length, out.data());
+        uint32_t wrong = 0;
+        for (uint32_t j = 0; j < length; ++j) wrong += out[j] != content_token(key, begin + j);
+        CHECK_MESSAGE(wrong == 0, "key " << key << " begin " << begin << " length " << length);
+        CHECK(out[length] == 7);  // nothing past the end
+      }
+    }
+  }
+}
+
 TEST_CASE("token fill: the expander writes content_token(key, j), and a limit cuts a prefix") {
   GenConfig config;
   config.seed = 21;

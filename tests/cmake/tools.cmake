@@ -1,8 +1,8 @@
 # Tests of tools/: trace readers and generator, cache-mode replay, the radixkv command line.
 radixkv_add_test(test_trace
   SOURCES test_trace_readers.cpp test_trace_formats.cpp test_trace_gen.cpp
-          test_token_fill.cpp
-  LIBS radixkv_trace)
+          test_token_fill.cpp test_trace_oracle.cpp
+  LIBS radixkv_trace nlohmann_json::nlohmann_json)
 target_compile_definitions(test_trace PRIVATE RADIXKV_SAMPLE_TRACES="${RADIXKV_SAMPLE_TRACES}")
 
 radixkv_add_test(test_replay

@@ -35,7 +35,7 @@ class HashIdReader {
     HashIdRecord record;
     TraceRequest& r = record.request;
     r.id = line;
-    ids_.clear();
+    segments_.clear();
     bool has_time = false, has_input = false, has_output = false, has_ids = false;
     detail::for_each_member(object, [&](std::string_view key, detail::od::value value) {
       if (key == "timestamp") {
@@ -61,22 +61,20 @@ class HashIdReader {
     detail::require_field(has_output, "output_length");
     detail::require_field(has_ids, "hash_ids");
     const uint64_t blocks = (uint64_t{r.input_tokens} + block_tokens_ - 1) / block_tokens_;
-    if (ids_.size() != blocks) {
+    if (segments_.size() != blocks) {
       throw RecordError(
           fmt::format("\"hash_ids\" has {} ids, but input_length {} needs ceil({}/{}) = {} blocks",
-                      ids_.size(), r.input_tokens, r.input_tokens, block_tokens_, blocks));
+                      segments_.size(), r.input_tokens, r.input_tokens, block_tokens_, blocks));
     }
     return record;
   }
 
   // Block by block; the last may be partial.
   void add(HashIdRecord&& record) {
-    segments_.clear();
     uint32_t left = record.request.input_tokens;
-    for (uint64_t id : ids_) {
-      const uint32_t length = std::min(left, block_tokens_);
-      segments_.push_back({content_key(ContentDomain::kMooncakeBlock, 0, id), length});
-      left -= length;
+    for (Segment& segment : segments_) {
+      segment.length = std::min(left, block_tokens_);
+      left -= segment.length;
     }
     record.request.request_class = builder_.class_of(record.type);
     if (record.chat_id) record.request.session = session_of(record);
@@ -84,10 +82,13 @@ class HashIdReader {
   }
 
  private:
+  // Each id's segment, its length set by add() once input_length is known.
   void read_ids(detail::od::value value) {
     for (auto item : detail::array_value(value, "\"hash_ids\"")) {
-      ids_.push_back(detail::whole_number(detail::checked(std::move(item)),
-                                          detail::Label("hash_ids", ids_.size()), 0, UINT64_MAX));
+      const uint64_t id =
+          detail::whole_number(detail::checked(std::move(item)),
+                               detail::Label("hash_ids", segments_.size()), 0, UINT64_MAX);
+      segments_.push_back({content_key(ContentDomain::kMooncakeBlock, 0, id), 0});
     }
   }
 
@@ -121,8 +122,7 @@ class HashIdReader {
   TraceBuilder builder_;
   const uint32_t block_tokens_;
   const double seconds_per_unit_;
-  std::vector<uint64_t> ids_;
-  std::vector<Segment> segments_;
+  std::vector<Segment> segments_;  // the record's blocks, read by read(), added by add()
   std::unordered_map<uint64_t, uint64_t> chain_start_;  // chat_id -> first chat_id of its chain
 };
 
@@ -138,7 +138,7 @@ Trace parse_hash_ids(TraceInput& input, TraceFormat format, uint32_t block_token
   trace.format = format;
   HashIdReader reader(trace, format, block_tokens);
   detail::for_each_record(
-      input, skip_bad, trace.skipped_records,
+      input, skip_bad, trace,
       [&](detail::od::object object, uint64_t line) { return reader.read(object, line); },
       [&](HashIdRecord&& record) { reader.add(std::move(record)); });
   return trace;

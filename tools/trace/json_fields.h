@@ -102,8 +102,19 @@ void for_each_member(od::object object, Fn&& fn) {
 // Walks a value nobody reads, checking that it is valid JSON with no key twice in an object.
 void skip_value(od::value value);
 
-// A whole number in [min, max]; `what` names it in errors.
-uint64_t whole_number(od::value value, const Label& what, uint64_t min, uint64_t max);
+// Throws the RecordError (or JsonSyntaxError) of a whole-number field that is not a whole number
+// in [min, max]: simdjson's `error` reading it as uint64, or else the number read.
+[[noreturn]] void throw_not_whole(od::value& value, const Label& what, simdjson::error_code error,
+                                  uint64_t number, uint64_t min, uint64_t max);
+
+// A whole number in [min, max]; `what` names it in errors. Inline, for the hash ids of a trace:
+// a million of them in a large one.
+inline uint64_t whole_number(od::value value, const Label& what, uint64_t min, uint64_t max) {
+  uint64_t number = 0;
+  const simdjson::error_code error = value.get_uint64().get(number);
+  if (error == simdjson::SUCCESS && number >= min && number <= max) return number;
+  throw_not_whole(value, what, error, number, min, max);
+}
 int64_t signed_whole_number(od::value value, const Label& what, int64_t min, int64_t max);
 // A finite number of seconds (or milliseconds), not negative.
 double time_value(od::value value, const Label& what);
@@ -119,14 +130,35 @@ od::object record_object(od::document& document);
 // Refuses anything after the record (`{...} {...}` on one line).
 void require_end(od::document& document);
 
+// Reserves Trace::segments for a whole input of which `bytes_read` of `bytes_total` bytes gave the
+// segments held so far: their rate, extrapolated, plus an eighth. Without it the vector grows by
+// doubling, and on a 10^6-segment trace copying and faulting in the old buffers took about a third
+// of reading it (bench/README.md, issue 34). It is only an estimate: records unlike the first ones
+// make the vector grow as before, and room reserved but never used is address space, not memory
+// (never faulted in). Never more than bytes_total / 2 segments, what the densest text could hold.
+// The extrapolated count (without the margin, at most 256 MiB of it) is faulted in at once, which
+// on a VM costs a fraction of faulting it page by page as the segments are written.
+void reserve_segments_ahead(Trace& trace, uint64_t bytes_read, uint64_t bytes_total);
+// Bytes of a JSONL input read before its segments are reserved for the rest: enough records to
+// tell their size, a small share of a large trace.
+inline constexpr uint64_t kSegmentSampleBytes = uint64_t{1} << 18;
+
 // For each line of `input` that is not blank: record = read(object, line_number), the line must
-// end after the object, then add(std::move(record)). A line's problem (invalid JSON, or a
-// std::invalid_argument such as RecordError from read or add) throws TraceError(file, line,
-// reason), or under skip_bad is counted in `skipped`; a record is added whole or not at all.
+// end after the object, then add(std::move(record)), which builds `trace`. A line's problem
+// (invalid JSON, or a std::invalid_argument such as RecordError from read or add) throws
+// TraceError(file, line, reason), or under skip_bad is counted in trace.skipped_records; a record
+// is added whole or not at all. Once kSegmentSampleBytes are read, trace.segments is reserved for
+// the whole input when its size is known.
 template <typename Read, typename Add>
-void for_each_record(TraceInput& input, bool skip_bad, uint64_t& skipped, Read&& read, Add&& add) {
+void for_each_record(TraceInput& input, bool skip_bad, Trace& trace, Read&& read, Add&& add) {
   od::parser parser;
+  bool reserved = !input.total_bytes();
   while (const std::optional<TraceInput::Line> line = input.next_line()) {
+    if (!reserved && input.bytes_consumed() >= kSegmentSampleBytes) {
+      reserve_segments_ahead(trace, input.bytes_consumed() - line->text.size(),
+                             *input.total_bytes());
+      reserved = true;
+    }
     if (line->text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     try {
       od::document document = checked(parser.iterate(line->text.data(), line->text.size(),
@@ -138,7 +170,7 @@ void for_each_record(TraceInput& input, bool skip_bad, uint64_t& skipped, Read&&
     } catch (const std::invalid_argument& e) {
       if (!skip_bad) throw TraceError(input.name(), line->number, e.what());
     }
-    ++skipped;
+    ++trace.skipped_records;
   }
 }
 

@@ -254,7 +254,7 @@ Trace parse_native(TraceInput& input, bool skip_bad) {
   trace.format = TraceFormat::kNative;
   NativeReader reader(trace);
   detail::for_each_record(
-      input, skip_bad, trace.skipped_records,
+      input, skip_bad, trace,
       [&](detail::od::object object, uint64_t) { return reader.read(object); },
       [&](NativeRecord&& record) { reader.add(std::move(record)); });
   return trace;

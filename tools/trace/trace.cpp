@@ -40,14 +40,19 @@ uint64_t content_key(ContentDomain domain, uint64_t salt, uint64_t id) {
 }
 
 void fill_content(uint64_t key, uint32_t begin, uint32_t length, TokenId* out) {
-  // The 3-token pattern, 8 times over, written as one fixed-size block at a time: the compiler
-  // turns each into a few vector stores, so filling costs about what a memset would.
-  constexpr uint32_t kBlock = 24;
-  TokenId pattern[kBlock];
-  for (uint32_t k = 0; k < kBlock; ++k) pattern[k] = content_token(key, begin + k);
-  uint32_t j = 0;
-  for (; j + kBlock <= length; j += kBlock) std::memcpy(out + j, pattern, sizeof pattern);
-  for (uint32_t k = 0; j < length; ++j, ++k) out[j] = pattern[k];
+  // Token j depends on j % 3 only: the first 24 tokens are written from the 3 values, then the
+  // written run is copied after itself, doubling (each run a multiple of 3 tokens, so the phase
+  // carries over), so a 512-token block is 5 memcpy calls, not a loop of 24-token stores.
+  constexpr uint32_t kFirst = 24;
+  const TokenId phase[3] = {content_token(key, begin), content_token(key, begin + 1),
+                            content_token(key, begin + 2)};
+  const uint32_t first = std::min(length, kFirst);
+  for (uint32_t k = 0; k < first; ++k) out[k] = phase[k % 3];
+  for (uint32_t j = first; j < length;) {
+    const uint32_t n = std::min(j, length - j);
+    std::memcpy(out + j, out, n * sizeof(TokenId));
+    j += n;
+  }
 }
 
 void append_content(uint64_t key, uint32_t begin, uint32_t length, std::vector<TokenId>& out) {

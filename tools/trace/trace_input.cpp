@@ -20,7 +20,14 @@ constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 }  // namespace
 
 TraceInput::TraceInput(std::string name, int fd, bool owns_fd, std::string_view memory)
-    : name_(std::move(name)), fd_(fd), owns_fd_(owns_fd), memory_(memory) {}
+    : name_(std::move(name)), fd_(fd), owns_fd_(owns_fd), memory_(memory) {
+  struct stat info {};
+  if (fd_ < 0) {
+    total_bytes_ = memory_.size();
+  } else if (::fstat(fd_, &info) == 0 && S_ISREG(info.st_mode)) {
+    total_bytes_ = static_cast<uint64_t>(info.st_size);
+  }
+}
 
 TraceInput::TraceInput(TraceInput&& other) noexcept
     : name_(std::move(other.name_)),
@@ -32,7 +39,9 @@ TraceInput::TraceInput(TraceInput&& other) noexcept
       end_(other.end_),
       eof_(other.eof_),
       started_(other.started_),
-      line_(other.line_) {}
+      line_(other.line_),
+      consumed_before_buffer_(other.consumed_before_buffer_),
+      total_bytes_(other.total_bytes_) {}
 
 TraceInput::~TraceInput() {
   if (owns_fd_) ::close(fd_);
@@ -62,6 +71,7 @@ TraceInput TraceInput::from_text(std::string_view text, std::string name) {
 void TraceInput::compact() {
   if (begin_ == 0) return;
   std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+  consumed_before_buffer_ += begin_;
   end_ -= begin_;
   begin_ = 0;
 }

@@ -48,6 +48,11 @@ class TraceInput {
   // Its first byte is at line line_number() + 1.
   std::string_view read_all();
   uint64_t line_number() const { return line_; }
+  // Bytes consumed so far (lines handed out by next_line(), the byte order mark), and the
+  // input's whole size when it is known (a regular file, text in memory; not a pipe). Readers
+  // use the two to size what they build ahead (reserve_segments_ahead in trace.h).
+  uint64_t bytes_consumed() const { return consumed_before_buffer_ + begin_; }
+  std::optional<uint64_t> total_bytes() const { return total_bytes_; }
 
  private:
   TraceInput(std::string name, int fd, bool owns_fd, std::string_view memory);
@@ -68,8 +73,10 @@ class TraceInput {
   std::size_t begin_ = 0;  // first byte not consumed
   std::size_t end_ = 0;    // end of the bytes read
   bool eof_ = false;
-  bool started_ = false;  // the byte order mark check is done
-  uint64_t line_ = 0;     // lines consumed
+  bool started_ = false;                 // the byte order mark check is done
+  uint64_t line_ = 0;                    // lines consumed
+  uint64_t consumed_before_buffer_ = 0;  // bytes compact() dropped from the buffer's front
+  std::optional<uint64_t> total_bytes_;
 };
 
 }  // namespace radixkv::tools
