@@ -91,6 +91,10 @@ class EvictionPolicy {
   virtual void retain(EvictionEntry& /*entry*/, const Retention& /*retention*/) {}
   virtual void hold(uint64_t /*session*/, double /*until*/) {}
   virtual void release(uint64_t /*session*/) {}
+  // The caller's clock moved to `now` (PrefixCacheRuntime::set_now, before a request allocates):
+  // a policy that reads deadlines on that clock reads them against it from here on, also before
+  // any access tells it the time. Layers forward it, as they forward retain/hold/release.
+  virtual void set_now(double /*now*/) {}
 };
 
 // A policy as a caller names it (RuntimeConfig::policy): a spec for make_policy() ("lru",

@@ -153,6 +153,10 @@ void QuotaPolicy::release(uint64_t session) {
   for (Group& group : groups_) group.policy->release(session);
 }
 
+void QuotaPolicy::set_now(double now) {
+  for (Group& group : groups_) group.policy->set_now(now);
+}
+
 bool QuotaPolicy::contains(const EvictionEntry& entry) const {
   return state(entry).group->policy->contains(entry);
 }

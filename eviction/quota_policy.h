@@ -92,10 +92,12 @@ class QuotaPolicy final : public EvictionPolicy {
   bool contains(const EvictionEntry& entry) const override;
   std::size_t size() const override { return size_; }
   // Retention (eviction/retention.h) goes to the entry's group; a hold or a release to every
-  // group, since a session's path lies in one namespace but the layer does not know which.
+  // group, since a session's path lies in one namespace but the layer does not know which; the
+  // clock to every group.
   void retain(EvictionEntry& entry, const Retention& retention) override;
   void hold(uint64_t session, double until) override;
   void release(uint64_t session) override;
+  void set_now(double now) override;
 
   const std::vector<QuotaPages>& quotas() const { return quotas_; }
 

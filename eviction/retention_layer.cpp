@@ -85,6 +85,11 @@ void RetentionLayer::unplace(EvictionEntry& entry, RetentionState& s) {
       demoted_.erase(demoted_.iterator_to(s));
       expiry_.erase(expiry_.iterator_to(s));
       break;
+    case kSpilled:
+      inner_->remove(entry);
+      expiry_.erase(expiry_.iterator_to(s));
+      --spilled_;
+      break;
     default:
       break;
   }
@@ -94,9 +99,13 @@ void RetentionLayer::unplace(EvictionEntry& entry, RetentionState& s) {
 void RetentionLayer::rank(EvictionEntry& entry) {
   RetentionState& s = state(entry);
   const Standing st = standing(s);
-  const Place want = st.priority > kDefaultPriority   ? kProtected
-                     : st.priority < kDefaultPriority ? kDemoted
-                                                      : kInner;
+  Place want = st.priority > kDefaultPriority   ? kProtected
+               : st.priority < kDefaultPriority ? kDemoted
+                                                : kInner;
+  // A spilled entry stays spilled while its standing is the one it spilled with.
+  s.spilled =
+      s.spilled && want == kProtected && st.priority == s.priority && st.deadline == s.deadline;
+  if (s.spilled) want = kSpilled;
   if (want == s.place &&
       (want == kInner || (st.priority == s.priority && st.deadline == s.deadline))) {
     return;  // nothing changes: keep its place (and its tie order)
@@ -109,10 +118,31 @@ void RetentionLayer::rank(EvictionEntry& entry) {
     inner_->add(entry);
     return;
   }
+  if (want == kSpilled) {  // back from a pin: same standing, same order
+    inner_->add(entry);
+    expiry_.insert(s);
+    ++spilled_;
+    return;
+  }
   s.order = ++next_order_;
   (want == kProtected ? protected_ : demoted_).insert(s);
   expiry_.insert(s);
   if (want == kProtected) protected_pages_ += s.counted;
+}
+
+// Rule 2 of the header: what the share cannot afford goes back to the inner policy's order.
+void RetentionLayer::spill() {
+  while (!protected_.empty() && static_cast<double>(protected_pages_) >
+                                    config_.hold_share * static_cast<double>(linked_pages_)) {
+    RetentionState& s = *protected_.begin();
+    EvictionEntry& entry = entry_of(s);
+    unplace(entry, s);
+    s.place = kSpilled;
+    s.spilled = true;
+    inner_->add(entry);
+    expiry_.insert(s);
+    ++spilled_;
+  }
 }
 
 // The pages of a linked entry as they are now (the owner takes pages from the victim only).
@@ -165,13 +195,10 @@ EvictionEntry* RetentionLayer::victim() {
   EvictionEntry* chosen = nullptr;
   if (!demoted_.empty()) {
     chosen = &entry_of(*demoted_.begin());
-  } else if (!protected_.empty() && static_cast<double>(protected_pages_) >
-                                        config_.hold_share * static_cast<double>(linked_pages_)) {
-    chosen = &entry_of(*protected_.begin());
-  } else if (EvictionEntry* e = inner_->victim()) {
-    chosen = e;
-  } else if (!protected_.empty()) {
-    chosen = &entry_of(*protected_.begin());
+  } else {
+    spill();
+    chosen = inner_->victim();
+    if (chosen == nullptr && !protected_.empty()) chosen = &entry_of(*protected_.begin());
   }
   last_victim_ = chosen;
   return chosen;

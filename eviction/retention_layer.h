@@ -3,8 +3,8 @@
 // RuntimeConfig::retention is set; it forwards every call of the EvictionPolicy contract to the
 // inner policy, which decides among the entries that have no standing.
 //
-// An entry's standing at time `now` (the latest caller's clock the layer has seen: AccessHint::now
-// and Retention::now; it never goes back):
+// An entry's standing at time `now` (the latest caller's clock the layer has seen: set_now(),
+// AccessHint::now and Retention::now; it never goes back):
 //   hint  the merge of the retain() calls on it: active while its priority != kDefaultPriority
 //         and its until > now. A retain() while the hint is active keeps the max of both priorities
 //         and the max of both untils; otherwise it replaces the hint. A retain() at the default
@@ -19,17 +19,19 @@
 // still hears every access of them and keeps their history, as it does for a pinned entry), and
 // go back to it when their standing ends. The victim is, in this order:
 //   1. a demoted entry: lowest priority first, then the latest deadline;
-//   2. when protected pages > hold_share * linked pages: a protected entry, lowest priority first,
-//      then the latest deadline (what the share cannot afford goes first; among equals, the one
-//      whose standing would last longest, as Belady evicts what is wanted furthest ahead: a
-//      session hold's deadline is its predicted return);
-//   3. the inner policy's victim;
-//   4. a protected entry, in the order of 2: a standing never makes the cache refuse a page, so
-//      holds can never starve admission.
+//   2. first, while protected pages > hold_share * linked pages, the protected entry that ranks
+//      first (lowest priority, then the latest deadline) *spills*: it goes back to the inner
+//      policy, ranked there as a plain entry, and stays until its standing changes (a new
+//      priority or deadline: a retain, hold or release, or the clock passing its deadline), pinned
+//      or not. So what the share cannot afford is evicted in the inner policy's order, never
+//      before what the inner policy would evict without hints; the inner policy's victim;
+//   3. a protected entry, in the order of 2: a standing never makes the cache refuse a page, so
+//      holds can never starve admission (only with hold_share 1, or an inner policy that names
+//      no victim).
 // Ties of priority and deadline go to the entry that took that standing first.
-// Expiry: entries with a standing are also ordered by deadline; victim() first re-ranks (or gives
-// back to the inner policy) every entry whose deadline has passed, each at most once per retain,
-// hold or release that set it: O(log n) each, no order rebuilt per eviction.
+// Expiry: entries with a standing (spilled ones too) are also ordered by deadline; victim() first
+// re-ranks (or gives back to the inner policy) every entry whose deadline has passed, each at most
+// once per retain, hold or release that set it: O(log n) each, no order rebuilt per eviction.
 // Pages for the share: a linked entry counts the pages it had when it was linked, re-ranked,
 // accessed or last named victim (the owner takes pages from the victim only; a split that moves a
 // linked leaf's upper pages to a new parent is seen at the next of these).
@@ -47,6 +49,7 @@
 
 #include <boost/intrusive/set.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -74,6 +77,7 @@ struct RetentionState {
   uint8_t hint_priority = kDefaultPriority;
   uint8_t priority = kDefaultPriority;  // of the standing
   uint8_t place = 0;                    // Place
+  bool spilled = false;  // the share spilled it at (priority, deadline): kSpilled while they hold
 };
 
 class RetentionLayer final : public EvictionPolicy {
@@ -97,17 +101,21 @@ class RetentionLayer final : public EvictionPolicy {
   void retain(EvictionEntry& entry, const Retention& retention) override;
   void hold(uint64_t session, double until) override;
   void release(uint64_t session) override;
+  void set_now(double now) override { now_ = std::max(now_, now); }
 
   // For tests and reports.
   const EvictionPolicy& inner() const { return *inner_; }
   const RetentionConfig& config() const { return config_; }
   std::size_t protected_entries() const { return protected_.size(); }
+  std::size_t spilled_entries() const { return spilled_; }
   std::size_t demoted_entries() const { return demoted_.size(); }
   uint64_t protected_pages() const { return protected_pages_; }
   uint64_t linked_pages() const { return linked_pages_; }
 
  private:
-  enum Place : uint8_t { kUnlinked, kInner, kProtected, kDemoted };
+  // kSpilled: protected, but linked in the inner policy (and in expiry_) since the share spilled
+  // it.
+  enum Place : uint8_t { kUnlinked, kInner, kProtected, kDemoted, kSpilled };
   struct ByRank {
     bool operator()(const RetentionState& a, const RetentionState& b) const {
       if (a.priority != b.priority) return a.priority < b.priority;
@@ -142,6 +150,7 @@ class RetentionLayer final : public EvictionPolicy {
   void unplace(EvictionEntry& entry, RetentionState& s);
   void recount(EvictionEntry& entry, RetentionState& s);
   void expire();
+  void spill();
 
   std::unique_ptr<EvictionPolicy> inner_;
   std::size_t inner_bytes_;
@@ -152,6 +161,7 @@ class RetentionLayer final : public EvictionPolicy {
                              // session released and named again never matches an old entry
   uint64_t protected_pages_ = 0;
   uint64_t linked_pages_ = 0;
+  std::size_t spilled_ = 0;               // entries in kSpilled
   EvictionEntry* last_victim_ = nullptr;  // linked, or nullptr
   Set<&RetentionState::rank_hook, ByRank> protected_, demoted_;
   Set<&RetentionState::expiry_hook, ByDeadline> expiry_;

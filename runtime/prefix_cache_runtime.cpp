@@ -640,6 +640,11 @@ void PrefixCacheRuntime::apply_retention(const Sequence& s) {
   }
 }
 
+void PrefixCacheRuntime::set_now(double seconds) {
+  now_ = seconds;
+  tree_.policy().set_now(seconds);
+}
+
 void PrefixCacheRuntime::hold(uint64_t session, double seconds, uint32_t agent) {
   if (!retention_) {
     throw std::logic_error(

@@ -311,8 +311,10 @@ class PrefixCacheRuntime {
   uint32_t live_sequences() const noexcept { return live_; }
 
   // The caller's clock in seconds (a trace's arrival times), passed to the policy with every access
-  // (AccessHint::now) from now on; policies with a retention period read it. Starts at 0.
-  void set_now(double seconds) noexcept { now_ = seconds; }
+  // (AccessHint::now) from now on, and to the policy at once (EvictionPolicy::set_now), so that a
+  // retention deadline that passed is not counted by the next admit's evictions; policies with a
+  // retention period read it. Starts at 0.
+  void set_now(double seconds);
   double now() const noexcept { return now_; }
 
   // Session holds (RuntimeConfig::retention; eviction/retention_layer.h): keep the path that

@@ -1,6 +1,7 @@
 // The retention layer (eviction/retention_layer.h) around LRU against a naive model of its header,
 // victim by victim, over random operations (accesses, pins, hints, holds, releases, the clock
-// running past deadlines, the share bound); and its hand-worked cases.
+// running past deadlines with or without an access, the share bound spilling protected entries
+// into LRU's order); and its hand-worked cases.
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -64,6 +65,8 @@ struct Model {
     double hint_until = 0.0;
     uint64_t session = 0;
     uint64_t stamp = 0;
+    bool spilled = false;  // by the share, at spilled_at: in LRU's order while its standing is that
+    std::pair<int, double> spilled_at;
   };
   struct Session {
     uint64_t stamp = 0;
@@ -124,11 +127,28 @@ struct Model {
     return a.first != b.first ? a.first < b.first : a.second > b.second;
   }
 
-  // Index of the victim, or -1.
-  int victim() const {
-    int demoted = -1, protect = -1, plain = -1;
-    std::pair<int, double> best_demoted, best_protected;
+  // Spilled: protected, but ranked as plain, since the share spilled it at the standing it has.
+  bool spilled(const Entry& e) const {
+    const auto st = standing(e);
+    return e.spilled && st.first > kDefaultPriority && st == e.spilled_at;
+  }
+
+  // Index of the victim, or -1; spills what the share cannot afford first.
+  int victim() {
+    int demoted = -1, plain = -1;
+    std::pair<int, double> best_demoted;
     uint64_t protected_pages = 0, linked_pages = 0;
+    const auto first_protected = [&] {
+      int protect = -1;
+      std::pair<int, double> best;
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        const Entry& e = entries[i];
+        const auto st = standing(e);
+        if (!e.linked || st.first <= kDefaultPriority || spilled(e)) continue;
+        if (protect < 0 || before(st, best)) protect = static_cast<int>(i), best = st;
+      }
+      return protect;
+    };
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const Entry& e = entries[i];
       if (!e.linked) continue;
@@ -137,25 +157,32 @@ struct Model {
       if (st.first < kDefaultPriority) {
         if (demoted < 0 || before(st, best_demoted))
           demoted = static_cast<int>(i), best_demoted = st;
-      } else if (st.first > kDefaultPriority) {
+      } else if (st.first > kDefaultPriority && !spilled(e)) {
         protected_pages += e.pages;
-        if (protect < 0 || before(st, best_protected))
-          protect = static_cast<int>(i), best_protected = st;
-      } else if (plain < 0 || e.tick < entries[plain].tick) {
-        plain = static_cast<int>(i);
       }
     }
     if (demoted >= 0) return demoted;
-    if (protect >= 0 && static_cast<double>(protected_pages) >
-                            config.hold_share * static_cast<double>(linked_pages)) {
-      return protect;
+    while (static_cast<double>(protected_pages) >
+           config.hold_share * static_cast<double>(linked_pages)) {
+      Entry& e = entries[first_protected()];
+      e.spilled = true;
+      e.spilled_at = standing(e);
+      protected_pages -= e.pages;
+      ++spills;
     }
-    return plain >= 0 ? plain : protect;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const Entry& e = entries[i];
+      if (!e.linked || (standing(e).first != kDefaultPriority && !spilled(e))) continue;
+      if (plain < 0 || e.tick < entries[plain].tick) plain = static_cast<int>(i);
+    }
+    return plain >= 0 ? plain : first_protected();
   }
+  uint64_t spills = 0;
 };
 
-// Random operations on both; every victim compared. Returns how many were protected.
-uint64_t run_random(uint32_t seed, const RetentionConfig& config) {
+// Random operations on both; every victim compared. Returns how many were protected; adds the
+// entries the share spilled to `spills`.
+uint64_t run_random(uint32_t seed, const RetentionConfig& config, uint64_t& spills) {
   std::mt19937 rng(seed);
   Owner owner(config);
   Model model;
@@ -192,7 +219,11 @@ uint64_t run_random(uint32_t seed, const RetentionConfig& config) {
       owner.touch(*handle[i]);
       model.now = std::max(model.now, owner.now);
       model.entries[i].tick = owner.clock;
-    } else if (op < 38) {  // pin or unpin
+    } else if (op < 34) {  // the clock moving on with no access (the runtime's set_now)
+      owner.now += std::uniform_real_distribution<double>(0.0, 1.5)(rng);
+      owner.layer->set_now(owner.now);
+      model.now = std::max(model.now, owner.now);
+    } else if (op < 41) {  // pin or unpin
       const int i = pick([](const Model::Entry& e) { return !e.dead; });
       if (i < 0) continue;
       Model::Entry& e = model.entries[i];
@@ -225,6 +256,10 @@ uint64_t run_random(uint32_t seed, const RetentionConfig& config) {
       const int want = model.victim();
       EvictionEntry* got = owner.layer->victim();
       REQUIRE(got == (want < 0 ? nullptr : handle[want]));
+      // Right after victim() the layer has re-ranked every lapsed standing, as the model reads it.
+      std::size_t spilled = 0;
+      for (const Model::Entry& e : model.entries) spilled += e.linked && model.spilled(e) ? 1 : 0;
+      REQUIRE(owner.layer->spilled_entries() == spilled);
       if (want < 0) continue;
       ++victims;
       if (model.standing(model.entries[want]).first > kDefaultPriority) ++protected_victims;
@@ -243,20 +278,29 @@ uint64_t run_random(uint32_t seed, const RetentionConfig& config) {
     std::size_t linked = 0;
     for (const Model::Entry& e : model.entries) linked += e.linked ? 1 : 0;
     REQUIRE(owner.layer->size() == linked);
+    // The layer re-ranks a linked entry whenever its standing changes (an unlinked one when it is
+    // linked again): one whose standing is no longer the one it spilled with is no longer spilled.
+    for (Model::Entry& e : model.entries) {
+      if (e.linked && e.spilled && model.standing(e) != e.spilled_at) e.spilled = false;
+    }
   }
   CHECK(victims > 300);
+  spills += model.spills;
   return protected_victims;
 }
 
 TEST_CASE("retention layer: every victim as the model names it, over random operations") {
   uint64_t protected_victims = 0;  // the share bound and an empty inner policy both came up
+  uint64_t spills = 0;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     CAPTURE(seed);
-    protected_victims += run_random(seed, {});
-    protected_victims += run_random(seed + 100, {.hold_share = 0.2, .hold_priority = 60});
-    protected_victims += run_random(seed + 200, {.hold_share = 1.0, .hold_priority = kMaxPriority});
+    protected_victims += run_random(seed, {}, spills);
+    protected_victims += run_random(seed + 100, {.hold_share = 0.2, .hold_priority = 60}, spills);
+    protected_victims +=
+        run_random(seed + 200, {.hold_share = 1.0, .hold_priority = kMaxPriority}, spills);
   }
   CHECK(protected_victims > 100);
+  CHECK(spills > 100);
 }
 
 TEST_CASE("retention layer: order of victims by hand") {
@@ -280,26 +324,55 @@ TEST_CASE("retention layer: order of victims by hand") {
   CHECK(o.layer->victim() == &a);
 }
 
-TEST_CASE("retention layer: protected pages over the share go first, lowest priority first") {
+TEST_CASE("retention layer: protected pages over the share spill into LRU's order") {
   Owner o({.hold_share = 0.5});
+  EvictionEntry& c = o.make(1);  // LRU: c, a, b
   EvictionEntry& a = o.make(2);
   EvictionEntry& b = o.make(2);
-  EvictionEntry& c = o.make(1);
   for (EvictionEntry* e : {&a, &b, &c}) o.layer->add(*e);
   o.layer->retain(a, {.priority = 90, .until = 100.0});
   o.layer->retain(b, {.priority = 70, .until = 100.0});
-  // 4 of 5 pages protected, over half: b (70) before a (90), then c by LRU.
-  CHECK(o.layer->victim() == &b);
-  --b.pages;  // the owner takes one page; 3 of 4 still over half
+  // 4 of 5 pages protected, over half: b (70, below a's 90) spills back into LRU's order, where c
+  // is older, so c goes first, as it would without hints.
+  CHECK(o.layer->victim() == &c);
+  CHECK(o.layer->spilled_entries() == 1);
+  CHECK(o.layer->protected_entries() == 1);
+  o.layer->remove(c);
+  // 2 of 4 pages protected: within half; b is LRU's only entry.
   CHECK(o.layer->victim() == &b);
   --b.pages;
-  o.layer->remove(b);
-  // 2 of 3 pages protected: still over.
+  // 2 of 3: over; a spills too, and is older than b.
   CHECK(o.layer->victim() == &a);
-  --a.pages;
-  // 1 of 2: not over half; c goes (LRU), then a once nothing else is left.
-  CHECK(o.layer->victim() == &c);
-  o.layer->remove(c);
+  CHECK(o.layer->spilled_entries() == 2);
+  // Pinned and unpinned with the same standing: still spilled.
+  o.layer->remove(a);
+  o.layer->add(a);
+  CHECK(o.layer->spilled_entries() == 2);
+  CHECK(o.layer->protected_entries() == 0);
+  // A new deadline is a new standing: a is protected again.
+  o.layer->retain(a, {.priority = 90, .until = 200.0});
+  CHECK(o.layer->spilled_entries() == 1);
+  CHECK(o.layer->protected_entries() == 1);
+  // Past b's deadline it is plain again; a, 2 of 3 pages, spills at the next victim().
+  o.layer->set_now(150.0);
+  CHECK(o.layer->victim() == &a);
+  CHECK(o.layer->spilled_entries() == 1);
+  CHECK(o.layer->protected_entries() == 0);
+}
+
+TEST_CASE("retention layer: the clock moves with set_now, before any access") {
+  Owner o;
+  EvictionEntry& a = o.make(1);
+  EvictionEntry& b = o.make(1);
+  for (EvictionEntry* e : {&a, &b}) o.layer->add(*e);
+  o.layer->retain(a, {.priority = 80, .until = 5.0});
+  CHECK(o.layer->victim() == &b);
+  o.layer->set_now(4.9);
+  CHECK(o.layer->victim() == &b);
+  o.layer->set_now(5.0);  // a lapses at its deadline
+  CHECK(o.layer->victim() == &a);
+  o.layer->set_now(1.0);  // the clock never goes back
+  o.layer->retain(a, {.priority = 80, .until = 3.0});
   CHECK(o.layer->victim() == &a);
 }
 

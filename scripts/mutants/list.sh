@@ -491,6 +491,12 @@ mutant quota-max-ignored eviction/quota_policy.cpp \
 mutant retention-never-expires eviction/retention_layer.cpp \
   "a retention hint or a hold never runs out" \
   'while (!expiry_.empty() && expiry_.begin()->deadline <= now_) {' 'while (!expiry_.empty() && expiry_.begin()->deadline < 0) {'
+mutant retention-spill-forgotten-at-pin eviction/retention_layer.cpp \
+  "an entry the share spilled is protected again once a request pins and unpins it" \
+  '  if (s.spilled) want = kSpilled;' '  if (false) want = kSpilled;'
+mutant hints-subagent-outlives-main tools/replay/session_hints.cpp \
+  "--hints online keeps holding sub-agents after their main agent is back" \
+  'for (const uint32_t sub : it->second) runtime.release(session, sub);' 'for (const uint32_t sub : it->second) (void)sub;'
 
 # ---- router/route_ledger.cpp (issue 33)
 mutant router-observe-twice router/route_ledger.cpp \

@@ -1,6 +1,7 @@
 #include "tools/replay/session_hints.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "runtime/prefix_cache_runtime.h"
 
@@ -19,6 +20,15 @@ void OnlineHolds::arrive(PrefixCacheRuntime& runtime, uint32_t session, uint32_t
   }
   h.seen = true;
   h.last_arrival = now;
+  if (agent == 0) {  // the main agent is back: the sub-agents it waited for are done
+    const auto it = started_.find(session);
+    if (it == started_.end()) return;
+    for (const uint32_t sub : it->second) runtime.release(session, sub);
+    started_.erase(it);
+  } else {
+    std::vector<uint32_t>& subs = started_[session];
+    if (std::find(subs.begin(), subs.end(), agent) == subs.end()) subs.push_back(agent);
+  }
 }
 
 void OnlineHolds::finished(PrefixCacheRuntime& runtime, uint32_t session, uint32_t agent) {
@@ -31,11 +41,12 @@ double OnlineHolds::predicted_gap(uint32_t session, uint32_t agent) const {
   const auto it = sessions_.find(key(session, agent));
   double gap = 0.0;
   if (it != sessions_.end() && !it->second.gaps.empty()) {
-    gap = *std::max_element(it->second.gaps.begin(), it->second.gaps.end());
+    const std::deque<double>& gaps = it->second.gaps;
+    gap = std::accumulate(gaps.begin(), gaps.end(), 0.0) / static_cast<double>(gaps.size());
   } else {
     gap = median_gap();
   }
-  return std::min(gap * kSlack, kMaxHoldSeconds);
+  return std::min(gap * kHoldFactor, kMaxHoldSeconds);
 }
 
 // Exact, recomputed at each call: it is asked only at the first request of a (session, agent),

@@ -3,13 +3,19 @@
 // later arrival) decides how long the runtime keeps the session's path (PrefixCacheRuntime::hold),
 // the time its agent likely spends in a tool before the next request.
 //
-// The rule, per session and sub-agent (a sub-agent's context is its own path):
-//   - when a request arrives, the hold of its session ends (release: it is back) and the gap since
-//     the session's previous request joins the session's history (its last kRecentGaps gaps);
-//   - when a request finishes, the session is held for the largest of its recent gaps times
-//     kSlack, at most kMaxHoldSeconds; a session with no gap yet uses the median of every gap seen
+// The rule, per session and sub-agent (a sub-agent's context is its own path; agent 0 is the
+// session's main agent):
+//   - when a request arrives, the hold of its sub-agent ends (release: it is back) and the gap
+//     since that sub-agent's previous request joins its history (its last kRecentGaps gaps);
+//   - when a request of the main agent arrives, the holds of the sub-agents it started since its
+//     previous request end too: the main agent goes on once their results are in, so they are done;
+//   - when a request finishes, its sub-agent is held for kHoldFactor times the mean of its recent
+//     gaps, at most kMaxHoldSeconds; a sub-agent with no gap yet uses the median of every gap seen
 //     so far in the trace (0 until there is one: no hold).
-// The holds are soft: the retention layer's share bounds them (eviction/retention_layer.h).
+// Why under the mean: a hold that outlives its use keeps pages LRU would have given to sessions
+// that are back; gaps are heavy-tailed (tool times), so a hold covering the long ones costs more
+// than the returns it catches (docs/policies.md, "--hints online", has the rules tried and their
+// table). The holds are soft: the retention layer's share bounds them (eviction/retention_layer.h).
 #pragma once
 
 #include <cstdint>
@@ -26,12 +32,12 @@ namespace radixkv::tools {
 class OnlineHolds {
  public:
   static constexpr std::size_t kRecentGaps = 8;
-  static constexpr double kSlack = 1.25;
+  static constexpr double kHoldFactor = 0.75;
   static constexpr double kMaxHoldSeconds = 300.0;
 
   // A request of (session, agent) arrives at `now` (session 0: none, nothing happens).
   void arrive(PrefixCacheRuntime& runtime, uint32_t session, uint32_t agent, double now);
-  // It finished (at the runtime's clock): hold the session for the predicted gap.
+  // It finished (at the runtime's clock): hold the sub-agent for the predicted gap.
   void finished(PrefixCacheRuntime& runtime, uint32_t session, uint32_t agent);
   // The hold the rule gives (session, agent) now, in seconds (0: none).
   double predicted_gap(uint32_t session, uint32_t agent) const;
@@ -48,6 +54,8 @@ class OnlineHolds {
   double median_gap() const;
 
   std::unordered_map<uint64_t, History> sessions_;
+  // Per session, the sub-agents that arrived since its main agent's latest request.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> started_;
   std::vector<double> all_gaps_;         // every gap so far, for sessions with none of their own
   mutable std::vector<double> scratch_;  // median_gap()'s copy
 };
