@@ -490,3 +490,8 @@ mutant retention-never-expires eviction/retention_layer.cpp \
 mutant router-observe-twice router/route_ledger.cpp \
   "a route's delivered hit is taken twice" \
   'if (slot.observed) {' 'if (false) {'
+
+# ---- radix/radix_tiers.cpp (issue 31, host-tier quotas)
+mutant host-quota-demotion-uncounted radix/radix_tiers.cpp \
+  "a page demoted to the host is not counted in its namespace's host pages" \
+  'count_host_pages(x, 1);' ''
