@@ -207,6 +207,7 @@ void RadixTree::release_host_page(RadixNode* node, uint32_t i) {
   --host.count;
   h.indexed(page) = false;
   --h.cached;
+  count_host_pages(node, -1);
   h.pool.release(page);
 }
 
@@ -238,6 +239,7 @@ void RadixTree::back_up(RadixNode* node) {
     ++host->count;
     h.indexed(page) = true;
     ++h.cached;
+    count_host_pages(node, 1);
     if (page_hashes()) h.hash(page) = device_hash(node->page_array()[i]);
     h.transfers.push_back({node->page_array()[i], page});
     if (events_) emit_stored(Tier::kHost, node, i, 1);
@@ -311,6 +313,7 @@ uint32_t RadixTree::promote_host_run(RadixNode* end, std::span<const PageId> dev
         host.page_ids[i] = kInvalidPage;
         --host.count;
         --h.cached;
+        count_host_pages(x, -1);
       }
     }
     if (ticket != 0) host.load_ticket = ticket;
@@ -441,6 +444,7 @@ uint64_t RadixTree::evict_tiered(uint64_t n, std::vector<PageId>* evicted) {
         ++host.count;
         h.indexed(copy) = true;
         ++h.cached;
+        count_host_pages(x, 1);
         if (page_hashes()) h.hash(copy) = device_hash(page);
         h.transfers.push_back({page, copy});
         h.sources.push_back(page);  // released once the copy is done

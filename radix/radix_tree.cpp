@@ -536,6 +536,11 @@ uint64_t RadixTree::namespace_pages(Namespace ns) const {
   return it == namespace_pages_.end() ? 0 : it->second;
 }
 
+uint64_t RadixTree::namespace_host_pages(Namespace ns) const {
+  const auto it = namespace_host_pages_.find(ns);
+  return it == namespace_host_pages_.end() ? 0 : it->second;
+}
+
 void RadixTree::check_empty(const char* operation) const {
   if (cached_pages_ != 0 || stats_.nodes != 0) {
     throw std::invalid_argument(
@@ -554,6 +559,7 @@ void RadixTree::clear() {
   release_everything();  // namespace roots come back on first use
   cached_pages_ = 0;
   namespace_pages_.clear();
+  namespace_host_pages_.clear();
   if (host_tier_) host_tier_->cached = 0;
   if (events_) events_->cleared();
 }

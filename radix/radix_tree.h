@@ -168,11 +168,13 @@ class RadixTree final {
   uint64_t evict_pages(uint64_t n, std::vector<PageId>* evicted = nullptr);
 
   uint64_t protected_pages() const noexcept { return protected_pages_; }
-  // Device pages per namespace (pinned ones included), kept from count_namespace_pages() on (only
-  // on an empty tree; throws std::invalid_argument otherwise): the quota layer's ledger
-  // (eviction/quota_policy.h). Each change walks the changed node's path to its root.
+  // Device pages and host pages (indexed, as host_cached_pages() counts them) per namespace,
+  // pinned ones included, kept from count_namespace_pages() on (only on an empty tree; throws
+  // std::invalid_argument otherwise): the quota layers' ledgers (eviction/quota_policy.h), one per
+  // tier. Each change walks the changed node's path to its root.
   void count_namespace_pages();
   uint64_t namespace_pages(Namespace ns) const;
+  uint64_t namespace_host_pages(Namespace ns) const;
   // The root of namespace `ns` (its children are the namespace's first edges), or nullptr when the
   // namespace has never been used since the tree was built or cleared.
   const RadixNode* namespace_root(Namespace ns) const { return find_root(ns); }
@@ -300,6 +302,12 @@ class RadixTree final {
   void count_pages(const RadixNode* node, int64_t delta) {
     if (count_namespaces_) namespace_pages_[node->name_space()] += static_cast<uint64_t>(delta);
   }
+  // Likewise for its indexed host pages (every change of HostTier::cached).
+  void count_host_pages(const RadixNode* node, int64_t delta) {
+    if (count_namespaces_) {
+      namespace_host_pages_[node->name_space()] += static_cast<uint64_t>(delta);
+    }
+  }
   void remove_tiered_leaf(RadixNode* node);
   void check_node(const RadixNode* node, const char* operation) const;
   void check_empty(const char* operation) const;
@@ -369,7 +377,8 @@ class RadixTree final {
   std::unique_ptr<HostTier> host_tier_;
   std::vector<PageHash> device_hashes_;  // per pool page (as in_tree_), when page hashes are on
   std::unique_ptr<EventBuffer> events_;
-  std::unordered_map<Namespace, uint64_t> namespace_pages_;  // when count_namespaces_
+  std::unordered_map<Namespace, uint64_t> namespace_pages_;       // when count_namespaces_
+  std::unordered_map<Namespace, uint64_t> namespace_host_pages_;  // likewise
   bool count_namespaces_ = false;
   bool extras_ = false;  // a host tier, page hashes or events: what a plain cache skips
 };

@@ -19,6 +19,23 @@ namespace {
   throw std::logic_error("RadixTree::verify: " + what);
 }
 
+// Each namespace's counter against the pages found in it, both ways.
+void verify_namespace_counts(const std::unordered_map<Namespace, uint64_t>& found,
+                             const std::unordered_map<Namespace, uint64_t>& counters,
+                             const char* tier) {
+  for (const auto& [ns, pages] : counters) {
+    const auto it = found.find(ns);
+    const uint64_t want = it == found.end() ? 0 : it->second;
+    if (pages != want) {
+      fail(fmt::format("namespace {}: {} {} pages but its counter says {}", ns, want, tier, pages));
+    }
+  }
+  for (const auto& [ns, pages] : found) {
+    if (counters.find(ns) == counters.end())
+      fail(fmt::format("namespace {}: {} {} pages but no counter", ns, pages, tier));
+  }
+}
+
 }  // namespace
 
 void RadixTree::verify() const {
@@ -26,8 +43,9 @@ void RadixTree::verify() const {
   uint64_t host_cached = 0, host_pinned = 0, host_evictable_nodes = 0;
   std::vector<bool> seen(pool_.capacity_pages(), false);
   std::vector<bool> host_seen(host_tier_ ? host_tier_->pool.capacity_pages() : 0, false);
-  std::vector<std::pair<const RadixNode*, Namespace>> stack;  // nodes and their namespace
-  std::unordered_map<Namespace, uint64_t> namespace_pages;    // device pages per namespace
+  std::vector<std::pair<const RadixNode*, Namespace>> stack;     // nodes and their namespace
+  std::unordered_map<Namespace, uint64_t> namespace_pages;       // device pages per namespace
+  std::unordered_map<Namespace, uint64_t> namespace_host_pages;  // host pages per namespace
   for (const auto& [ns, root] : roots_) {
     if (root->parent_ != nullptr || root->num_pages() != 0 || root->pages != 0 || root->ns_ != ns ||
         root->host_ != nullptr) {
@@ -123,6 +141,7 @@ void RadixTree::verify() const {
         fail(fmt::format("{}: {} host pages but the count says {}", where, count, host->count));
       }
       host_cached += count;
+      if (count > 0) namespace_host_pages[ns] += count;
     }
     for (uint32_t i = node->pages; i < node->num_pages(); ++i) {
       if (node->host_page(i) == kInvalidPage) {
@@ -166,16 +185,8 @@ void RadixTree::verify() const {
   if (cached != cached_pages_)
     fail(fmt::format("cached pages {} != counter {}", cached, cached_pages_));
   if (count_namespaces_) {
-    for (const auto& [ns, pages] : namespace_pages_) {
-      const auto it = namespace_pages.find(ns);
-      const uint64_t want = it == namespace_pages.end() ? 0 : it->second;
-      if (pages != want)
-        fail(fmt::format("namespace {}: {} device pages but its counter says {}", ns, want, pages));
-    }
-    for (const auto& [ns, pages] : namespace_pages) {
-      if (namespace_pages_.find(ns) == namespace_pages_.end())
-        fail(fmt::format("namespace {}: {} device pages but no counter", ns, pages));
-    }
+    verify_namespace_counts(namespace_pages, namespace_pages_, "device");
+    verify_namespace_counts(namespace_host_pages, namespace_host_pages_, "host");
   }
   if (protected_pages != protected_pages_) {
     fail(fmt::format("protected pages {} != counter {}", protected_pages, protected_pages_));

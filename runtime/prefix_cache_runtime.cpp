@@ -60,7 +60,13 @@ HostTierSetup host_setup(const HostTierConfig& host, const CacheBudget& budget,
   setup.copier = copier;
   setup.limit_pages = budget.limit_pages();
   try {
-    setup.policy = make_policy(host.policy);
+    if (host.quotas.empty()) {
+      setup.policy = make_policy(host.policy);
+    } else {
+      setup.policy = std::make_unique<QuotaPolicy>(
+          [&host] { return make_policy(host.policy); },
+          quota_pages(host.quotas, budget, host.pool->bytes_per_page()));
+    }
     setup.write = WritePolicy::parse(host.write_policy);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(fmt::format("host tier: {}", e.what()));
@@ -135,15 +141,20 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       tree_(pool, make_device_policy(pool, config)),
       tree_evictor_(tree_),
       tree_ledger_(tree_),
+      host_ledger_(tree_),
       allocator_(pool, tree_evictor_, make_budget(pool, config)),
       host_budget_(make_host_budget(tiers.host)) {
   retention_ = config.retention.has_value();
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
-  if (host_budget_) tree_.add_host_tier(host_setup(tiers.host, *host_budget_, copier));
-  if (!config.quotas.empty()) {
-    tree_.count_namespace_pages();
-    static_cast<QuotaPolicy&>(tree_.policy()).attach(&tree_ledger_);
+  if (host_budget_) {
+    HostTierSetup setup = host_setup(tiers.host, *host_budget_, copier);
+    if (!tiers.host.quotas.empty()) static_cast<QuotaPolicy&>(*setup.policy).attach(&host_ledger_);
+    tree_.add_host_tier(std::move(setup));
   }
+  if (!config.quotas.empty() || (host_budget_ && !tiers.host.quotas.empty())) {
+    tree_.count_namespace_pages();
+  }
+  if (!config.quotas.empty()) static_cast<QuotaPolicy&>(tree_.policy()).attach(&tree_ledger_);
   if (tiers.page_hashes) tree_.enable_page_hashes();
   if (tiers.remote != nullptr) {
     if (tiers.host.pool == nullptr && pool.backend().storage() == StorageKind::kDevice) {

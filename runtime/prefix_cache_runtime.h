@@ -125,6 +125,10 @@ struct HostTierConfig {
   Watermark low_watermark = 1.0;
   std::string policy = "lru";               // any make_policy() spec
   std::string write_policy = "write_back";  // WritePolicy::parse()
+  // Per-namespace (tenant) min and max shares of this host budget, by RuntimeConfig::quotas's
+  // rule (eviction/quota_policy.h) over the host policy: a tenant under its host min keeps its
+  // host pages whoever demotes into a full host (the demoted page is dropped instead).
+  std::vector<NamespaceQuota> quotas{};
 };
 
 struct RuntimeConfig {
@@ -433,8 +437,9 @@ class PrefixCacheRuntime {
   std::unique_ptr<PageCopier> own_copier_;      // when TierConfig names none; outlives tree_
   std::unique_ptr<PageCopier> partial_copier_;  // within pool_: partial-page reuse, when on
   RadixTree tree_;
-  TreeEvictor tree_evictor_;  // the budget's view of tree_
-  TreeLedger tree_ledger_;    // the quota layer's, when RuntimeConfig::quotas are given
+  TreeEvictor tree_evictor_;    // the budget's view of tree_
+  TreeLedger tree_ledger_;      // the quota layer's, when RuntimeConfig::quotas are given
+  HostTreeLedger host_ledger_;  // the host quota layer's, when HostTierConfig::quotas are given
   BudgetedAllocator allocator_;
   std::optional<CacheBudget> host_budget_;
   std::vector<detail::Sequence> slots_;

@@ -38,4 +38,18 @@ class TreeLedger final : public NamespaceLedger {
   const RadixTree& tree_;
 };
 
+// The same for the host tier's quota layer: its entries are nodes' host parts (radix_node.h),
+// its pages the namespace's indexed host pages.
+class HostTreeLedger final : public NamespaceLedger {
+ public:
+  explicit HostTreeLedger(const RadixTree& tree) : tree_(tree) {}
+  uint64_t namespace_of(const EvictionEntry& entry) const override {
+    return static_cast<const HostPart&>(entry).node->name_space();
+  }
+  uint64_t namespace_pages(uint64_t ns) const override { return tree_.namespace_host_pages(ns); }
+
+ private:
+  const RadixTree& tree_;
+};
+
 }  // namespace radixkv

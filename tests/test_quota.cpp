@@ -1,7 +1,8 @@
 // Per-namespace quotas (eviction/quota_policy.h): the layer against an exact reference model,
 // victim by victim, over random operations with several namespaces, for LRU and FIFO inside; a
 // noisy tenant that cannot push a quiet one under its min through the runtime (and does without
-// the quota); admission that finds everything evictable protected; bad quotas.
+// the quota); admission that finds everything evictable protected; bad quotas; the same rules
+// over the host tier (HostTierConfig::quotas) with demotions from a small device.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -378,5 +379,99 @@ TEST_CASE("quota: the tree's per-namespace counts hold through a host tier and i
     }
     CHECK(loaded > 0);
     CHECK(runtime.tree().stats().written_pages + runtime.tree().stats().dropped_pages > 0);
+  }
+}
+
+namespace {
+
+// The host tier's quotas (HostTierConfig::quotas): the quiet tenant's 6 prompts, then the noisy
+// tenant's 200, through a device of 16 pages over a host of 64 under write-back, so that every
+// device eviction demotes a page to the host and the flood passes through the host 12 times over.
+// The result: how many of the quiet prompts then hit in full (re-served newest first, device or
+// host), and the host hit tokens of those hits.
+struct TieredFlood {
+  uint64_t quiet_full_hits = 0, quiet_host_hit_tokens = 0, quiet_host_pages_after_flood = 0;
+};
+TieredFlood tiered_flood(std::vector<NamespaceQuota> device, std::vector<NamespaceQuota> host) {
+  const KvLayout layout{1, 1, 4, 2, kPageTokens};
+  PagePool pool(layout, 16);
+  PagePool host_pool(layout, kPoolPages);
+  TierConfig tiers;
+  tiers.host.pool = &host_pool;
+  tiers.host.quotas = std::move(host);
+  const bool counted = !device.empty() || !tiers.host.quotas.empty();
+  PrefixCacheRuntime runtime(
+      pool, RuntimeConfig{.high_watermark = 1.0, .low_watermark = 1.0, .quotas = std::move(device)},
+      tiers);
+  const auto serve = [&](Namespace ns, uint32_t index) {
+    const auto prompt = prompt_of(ns, index, 4);
+    const AdmitResult r = runtime.admit({index, ns, prompt});
+    REQUIRE(r.ok());
+    runtime.wait_load(r.load_ticket);
+    runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+    runtime.finish(r.seq);
+    runtime.check_accounting();  // verify(): both tiers' per-namespace counters
+    return r;
+  };
+  for (uint32_t i = 0; i < 6; ++i) serve(kQuiet, i);
+  for (uint32_t i = 0; i < 200; ++i) serve(kNoisy, i);
+  TieredFlood out;
+  if (counted) out.quiet_host_pages_after_flood = runtime.tree().namespace_host_pages(kQuiet);
+  for (uint32_t i = 6; i-- > 0;) {
+    const AdmitResult r = serve(kQuiet, i);
+    if (r.reused_tokens == 4 * kPageTokens) {
+      ++out.quiet_full_hits;
+      out.quiet_host_hit_tokens += r.host_hit_tokens;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("quota: a host min keeps a quiet tenant's demoted pages through a noisy flood") {
+  // No quota: the flood's demotions take every quiet page off the host too.
+  const TieredFlood plain = tiered_flood({}, {});
+  CHECK(plain.quiet_full_hits == 0);
+  // A device min of 4 pages (0.25 of 16) keeps the newest quiet prompt on the device; the rest
+  // were demoted and the flood pushed them off the host.
+  const TieredFlood device_only = tiered_flood({{kQuiet, 0.25, 1.0}}, {});
+  CHECK(device_only.quiet_full_hits == 1);
+  CHECK(device_only.quiet_host_hit_tokens == 0);
+  CHECK(device_only.quiet_host_pages_after_flood == 0);
+  // A host min of 24 pages (0.375 of 64): all 24 quiet pages were demoted and none leaves the
+  // host, so every quiet prompt hits in full, from the host.
+  const TieredFlood host_only = tiered_flood({}, {{kQuiet, 0.375, 1.0}});
+  CHECK(host_only.quiet_host_pages_after_flood == 24);
+  CHECK(host_only.quiet_full_hits == 6);
+  CHECK(host_only.quiet_host_hit_tokens == 6 * 4 * kPageTokens);
+  // Both: the device keeps the newest prompt, the host the other five.
+  const TieredFlood both = tiered_flood({{kQuiet, 0.25, 1.0}}, {{kQuiet, 0.375, 1.0}});
+  CHECK(both.quiet_host_pages_after_flood == 20);
+  CHECK(both.quiet_full_hits == 6);
+  CHECK(both.quiet_host_hit_tokens == 5 * 4 * kPageTokens);
+}
+
+TEST_CASE("quota: a host tenant at its max gives up its own host pages first") {
+  // The noisy tenant may hold a quarter of the host (16 pages): once the host is full, its own
+  // oldest host pages make room for its demotions, and the quiet tenant's (no quota) stay.
+  const TieredFlood capped = tiered_flood({}, {{kNoisy, 0.0, 0.25}});
+  CHECK(capped.quiet_host_pages_after_flood == 24);
+  CHECK(capped.quiet_full_hits == 6);
+}
+
+TEST_CASE("quota: bad host quotas are refused naming the host tier") {
+  const KvLayout layout{1, 1, 4, 2, kPageTokens};
+  PagePool pool(layout, 16);
+  PagePool host_pool(layout, kPoolPages);
+  TierConfig tiers;
+  tiers.host.pool = &host_pool;
+  tiers.host.quotas = {{1, 0.6, 0.5}};
+  try {
+    PrefixCacheRuntime runtime(pool, RuntimeConfig{}, tiers);
+    FAIL("accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("host tier: quota: namespace 1: min 0.6") !=
+          std::string::npos);
   }
 }

@@ -73,7 +73,8 @@ class PrefixCacheRuntime:
         disk_path: Optional[str] = None, disk_capacity_bytes: int = 0, disk_policy: str = "lru",
         disk_write_policy: str = "write_back", model: str = "", partial_reuse: bool = False,
         retention: bool = False, hold_share: float = 0.5, hold_priority: int = 100,
-        quotas: Optional[Dict[int, Tuple[Union[float, int], Union[float, int]]]] = None
+        quotas: Optional[Dict[int, Tuple[Union[float, int], Union[float, int]]]] = None,
+        host_quotas: Optional[Dict[int, Tuple[Union[float, int], Union[float, int]]]] = None
     ) -> None: ...
     def admit(
         self, prompt: Tokens, *, request_id: int = 0, namespace: int = 0, priority: int = 35,

@@ -254,7 +254,7 @@ void bind_runtime(py::module_& m) {
                        uint64_t disk_capacity_bytes, std::string disk_policy,
                        std::string disk_write_policy, std::string model, bool partial_reuse,
                        bool retention, double hold_share, int32_t hold_priority,
-                       std::optional<py::dict> quotas) {
+                       std::optional<py::dict> quotas, std::optional<py::dict> host_quotas) {
              RuntimeConfig config;
              config.cache_bytes = cache_bytes;
              config.high_watermark = high_watermark;
@@ -265,13 +265,21 @@ void bind_runtime(py::module_& m) {
                config.retention =
                    RetentionConfig{.hold_share = hold_share, .hold_priority = hold_priority};
              }
-             if (quotas) config.quotas = quotas_from(*quotas, pool.bytes_per_page());
+             if (quotas)
+               config.quotas = quotas_from(*quotas, {"quotas", "device", pool.bytes_per_page()});
              TierConfig tiers;
              tiers.host.pool = host_pool;
              tiers.host.cache_bytes = host_cache_bytes;
              tiers.host.high_watermark = host_high_watermark;
              tiers.host.low_watermark = host_low_watermark;
              tiers.host.policy = std::move(host_policy);
+             if (host_quotas) {
+               if (host_pool == nullptr) {
+                 throw py::value_error("PrefixCacheRuntime: host_quotas needs a host_pool");
+               }
+               tiers.host.quotas =
+                   quotas_from(*host_quotas, {"host_quotas", "host", host_pool->bytes_per_page()});
+             }
              tiers.host.write_policy = std::move(write_policy);
              tiers.page_hashes = page_hashes;
              std::unique_ptr<disk::DiskTier> disk;
@@ -295,7 +303,8 @@ void bind_runtime(py::module_& m) {
            py::arg("model") = "", py::arg("partial_reuse") = false, py::arg("retention") = false,
            py::arg("hold_share") = RetentionConfig{}.hold_share,
            py::arg("hold_priority") = RetentionConfig{}.hold_priority,
-           py::arg("quotas") = py::none(), py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
+           py::arg("quotas") = py::none(), py::arg("host_quotas") = py::none(),
+           py::keep_alive<1, 2>(), py::keep_alive<1, 7>(),
            "host_pool adds a host tier under `pool` (docs/tiers.md): its own budget, policy and\n"
            "write policy ('write_back', 'write_through', 'write_through_selective[:hits=N]').\n"
            "disk_path adds a disk tier (docs/tiers.md, 'The disk tier') in that directory, with\n"
@@ -307,7 +316,8 @@ void bind_runtime(py::module_& m) {
            "and session holds'): admit(retention=...) hints, hold() and release(); holds stay\n"
            "within hold_share of the evictable pages and rank as hold_priority.\n"
            "quotas {namespace: (min, max)} gives tenants shares of the device budget (floats:\n"
-           "fractions, ints: bytes; docs/policies.md, 'Quotas').")
+           "fractions, ints: bytes; docs/policies.md, 'Quotas'); host_quotas the same over the\n"
+           "host tier's budget.")
       .def(
           "admit",
           [](R& self, py::handle prompt, uint64_t request_id, Namespace ns, int32_t priority,

@@ -12,22 +12,22 @@ namespace radixkv::python {
 namespace {
 
 // One share of quotas_from()'s (min, max), as it reads them.
-Watermark quota_share(py::handle share, uint64_t ns, const char* which, uint64_t bytes_per_page) {
+Watermark quota_share(py::handle share, const QuotaArgument& arg, uint64_t ns, const char* which) {
   if (py::isinstance<py::bool_>(share) ||
       !(py::isinstance<py::int_>(share) || py::isinstance<py::float_>(share))) {
     throw py::type_error(fmt::format(
-        "PrefixCacheRuntime: quotas[{}] {} must be a float (a fraction of the device budget) or "
-        "an int (bytes), not {}",
-        ns, which, std::string(py::str(share.get_type().attr("__name__")))));
+        "PrefixCacheRuntime: {}[{}] {} must be a float (a fraction of the {} budget) or an int "
+        "(bytes), not {}",
+        arg.name, ns, which, arg.tier, std::string(py::str(share.get_type().attr("__name__")))));
   }
   if (py::isinstance<py::float_>(share)) return Watermark(share.cast<double>());
   const auto bytes = share.cast<int64_t>();
   if (bytes == 0) return Watermark(0.0);
-  if (bytes < 0 || static_cast<uint64_t>(bytes) < bytes_per_page) {
+  if (bytes < 0 || static_cast<uint64_t>(bytes) < arg.bytes_per_page) {
     throw py::value_error(fmt::format(
-        "PrefixCacheRuntime: quotas[{}] {} = {} bytes is less than one page ({} bytes); give a "
-        "float for a fraction of the device budget",
-        ns, which, bytes, bytes_per_page));
+        "PrefixCacheRuntime: {}[{}] {} = {} bytes is less than one page ({} bytes); give a "
+        "float for a fraction of the {} budget",
+        arg.name, ns, which, bytes, arg.bytes_per_page, arg.tier));
   }
   return Watermark::of_bytes(static_cast<uint64_t>(bytes));
 }
@@ -35,7 +35,7 @@ Watermark quota_share(py::handle share, uint64_t ns, const char* which, uint64_t
 }  // namespace
 
 // `quotas`: {namespace: (min, max)}; each share as quota_share() reads it.
-std::vector<NamespaceQuota> quotas_from(const py::dict& quotas, uint64_t bytes_per_page) {
+std::vector<NamespaceQuota> quotas_from(const py::dict& quotas, const QuotaArgument& arg) {
   std::vector<NamespaceQuota> out;
   for (const auto& [key, value] : quotas) {
     NamespaceQuota quota;
@@ -43,11 +43,11 @@ std::vector<NamespaceQuota> quotas_from(const py::dict& quotas, uint64_t bytes_p
     const auto shares = value.cast<py::sequence>();
     if (shares.size() != 2) {
       throw py::value_error(
-          fmt::format("PrefixCacheRuntime: quotas[{}] must be (min, max), got {} items",
+          fmt::format("PrefixCacheRuntime: {}[{}] must be (min, max), got {} items", arg.name,
                       quota.name_space, shares.size()));
     }
-    quota.min = quota_share(shares[0], quota.name_space, "min", bytes_per_page);
-    quota.max = quota_share(shares[1], quota.name_space, "max", bytes_per_page);
+    quota.min = quota_share(shares[0], arg, quota.name_space, "min");
+    quota.max = quota_share(shares[1], arg, quota.name_space, "max");
     out.push_back(quota);
   }
   return out;

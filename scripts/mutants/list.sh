@@ -502,3 +502,8 @@ mutant hints-subagent-outlives-main tools/replay/session_hints.cpp \
 mutant router-observe-twice router/route_ledger.cpp \
   "a route's delivered hit is taken twice" \
   'if (slot.observed) {' 'if (false) {'
+
+# ---- radix/radix_tiers.cpp (issue 31, host-tier quotas)
+mutant host-quota-demotion-uncounted radix/radix_tiers.cpp \
+  "a page demoted to the host is not counted in its namespace's host pages" \
+  'count_host_pages(x, 1);' ''

@@ -176,6 +176,24 @@ def test_a_tenant_at_its_max_evicts_its_own_pages_first():
         assert cached(runtime, A, namespace=1) == (8 if quotas else 0)
 
 
+def test_a_host_min_keeps_a_quiet_tenants_demoted_pages():
+    # A 6-page device over a 12-page host (write-back): the quiet tenant's 3 pages are demoted by
+    # the flood; with a host min of 3 pages (0.25) they stay on the host and hit from there.
+    quiet = prompt(100, 3)
+    for host_quotas in (None, {1: (0.25, 1.0)}):
+        layout = radixkv.KvLayout(layers=1, kv_heads=1, head_dim=2, dtype_bytes=2, page_tokens=PAGE)
+        pool = radixkv.PagePool(layout, 6)
+        host = radixkv.PagePool(layout, 12)
+        runtime = radixkv.PrefixCacheRuntime(pool, high_watermark=1.0, low_watermark=1.0,
+                                             host_pool=host, host_quotas=host_quotas)
+        serve(runtime, quiet, namespace=1)
+        flood(runtime, namespace=2, count=20)
+        again = runtime.admit(quiet + [0], namespace=1)
+        runtime.wait_load(again.load_ticket)
+        assert (again.reused_tokens, again.host_hit_tokens) == ((12, 12) if host_quotas else (0, 0))
+        runtime.abort(again.seq)
+
+
 def test_bad_quotas_are_errors_naming_the_namespace():
     with pytest.raises(ValueError, match=r"quotas\[3\] max = 1 bytes is less than one page"):
         make(quotas={3: (0, 1)})
@@ -185,6 +203,12 @@ def test_bad_quotas_are_errors_naming_the_namespace():
         make(quotas={3: (0.1, 0.5, 0.9)})
     with pytest.raises(ValueError, match="3"):
         make(quotas={3: (0.9, 0.2)})  # min above max: the core's check
+    layout = radixkv.KvLayout(layers=1, kv_heads=1, head_dim=2, dtype_bytes=2, page_tokens=PAGE)
+    with pytest.raises(ValueError, match="host_quotas needs a host_pool"):
+        radixkv.PrefixCacheRuntime(radixkv.PagePool(layout, 6), host_quotas={1: (0.5, 1.0)})
+    with pytest.raises(ValueError, match=r"host_quotas\[1\] max = 8 bytes .* host budget"):
+        radixkv.PrefixCacheRuntime(radixkv.PagePool(layout, 6), host_pool=radixkv.PagePool(layout, 6),
+                                   host_quotas={1: (0, 8)})
 
 
 # ----- partial-page reuse -----
