@@ -131,7 +131,7 @@ uint64_t SharedRuntime::check() const {
 
 // Every field of RuntimeStats, summed: a field added there must be added here (the size check
 // below fails until it is).
-static_assert(sizeof(RuntimeStats) == 20 * sizeof(uint64_t),
+static_assert(sizeof(RuntimeStats) == 22 * sizeof(uint64_t),
               "RuntimeStats changed: sum the new field in SharedRuntime::stats()");
 
 RuntimeStats SharedRuntime::stats() const {
