@@ -303,11 +303,19 @@ TEST_CASE("SharedRuntime metrics: the shards summed, the curve's sizes and hits 
 }
 
 TEST_CASE("the Grafana dashboard (docs/grafana-dashboard.json) queries only exported samples") {
+  // Every tier and option that adds families: a host tier, a disk and a remote tier below, a
+  // retention layer, quotas, the curve.
   PagePool device(kLayout, 8);
   PagePool host(kLayout, 8, make_host_backend());
+  FakeTier disk("disk", 1000), remote("remote", 1000);
+  LowerTiers lower({&disk, &remote});
   TierConfig tiers;
   tiers.host.pool = &host;
-  PrefixCacheRuntime runtime(device, {}, tiers);
+  tiers.remote = &lower;
+  RuntimeConfig config;
+  config.retention = RetentionConfig{};
+  config.quotas = {{.name_space = 1, .min = 0.25, .max = 0.5}};
+  PrefixCacheRuntime runtime(device, config, tiers);
   runtime.start_miss_ratio_curve();
   const nlohmann::json m = read_exposition(exposition(runtime));
   std::set<std::string> exported;
