@@ -314,11 +314,6 @@ void write_metrics(std::ostream& out, const RuntimeMetrics& m) {
     }
   }
   const uint64_t remote_pages = m.remote_only_loaded_pages();
-  const auto tiers_below = [&](std::vector<TierValue> values, auto field, bool with_remote) {
-    for (const LowerTierMetrics* l : below) values.push_back({l->tier, field(*l)});
-    if (with_remote) values.push_back({"remote", remote != nullptr ? field(*remote) : 0});
-    return values;
-  };
   const uint32_t page = std::max<uint32_t>(m.page_tokens, 1);
   std::vector<TierValue> hits = {{"device", m.device_hit_tokens}, {"host", m.host_hit_tokens}};
   for (const LowerTierMetrics* l : below) hits.push_back({l->tier, l->loaded_pages * page});
@@ -344,11 +339,13 @@ void write_metrics(std::ostream& out, const RuntimeMetrics& m) {
   for (const LowerTierMetrics* l : below) loads.push_back({l->tier, l->loaded_pages});
   loads.push_back({"remote", remote_pages});
   per_tier(w, "radixkv_pages_loaded_total", "Pages copied to the device from a lower tier.", loads);
-  const auto written = [](const LowerTierMetrics& l) { return l.written_pages; };
+  std::vector<TierValue> writes = {{"host", m.host_written_pages}};
+  for (const LowerTierMetrics* l : below) writes.push_back({l->tier, l->written_pages});
+  if (remote != nullptr) writes.push_back({"remote", remote->written_pages});
   per_tier(w, "radixkv_pages_written_total",
            "Pages written to a lower tier (copied from the device to the host tier; written to "
            "the drive or the store, once complete).",
-           tiers_below({{"host", m.host_written_pages}}, written, remote != nullptr));
+           writes);
   if (!m.lower.empty()) {
     w.family("radixkv_tier_load_wait_seconds_total", MetricType::kCounter,
              "Time admit waited for a tier below the local ones to load pages.");
