@@ -29,7 +29,9 @@ class PageArrivals {
 // docs/metrics.md lists the families). Counters count since the tier was opened (the runtime
 // reports what they gained since it attached), gauges are the tier's now.
 struct LowerTierMetrics {
-  std::string_view tier;       // the `tier` label: "disk", "remote"
+  // The `tier` label: "disk", "remote" (never "device" or "host"), one per tier; a string that
+  // outlives the tier (a literal).
+  std::string_view tier;
   uint64_t loaded_pages = 0;   // pages load() returned: each a hit of page_tokens tokens
   uint64_t written_pages = 0;  // writes completed (the drive or the store has the page)
   uint64_t evicted_pages = 0;  // pages the tier evicted to make room (0 where the store decides)
