@@ -443,8 +443,9 @@ TEST_CASE("runtime metrics: session holds, protected bytes and quota namespaces"
     const AdmitResult a =
         runtime.admit({.id = 0, .name_space = ns, .prompt = prompt, .session = session});
     REQUIRE(a.ok());
-    runtime.commit(a.seq, static_cast<uint32_t>(prompt.size()));
-    return runtime.finish(a.seq).new_pages;
+    const uint32_t committed =
+        runtime.commit(a.seq, static_cast<uint32_t>(prompt.size())).new_pages;
+    return committed + runtime.finish(a.seq).new_pages;
   };
   // Namespace 1 caches 3 pages (session 5), namespace 2 (no quota) 2 pages (session 6).
   CHECK(run(1, 5, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) == 3);
