@@ -175,7 +175,7 @@ TEST_CASE(
 TEST_CASE(
     "replay --metrics-listen with a disk tier: its counters in the last scrape are the report's") {
   const std::string dir = radixkv::testing::scratch_path("listen-disk");
-  const ListenRun run = listen_run({"--disk-path", dir, "--disk-capacity-bytes", "64MiB"});
+  const ListenRun run = listen_run({"--disk-path", dir, "--disk-capacity-bytes", "1GiB"});
   const nlohmann::json& r = run.report;
   const nlohmann::json& m = run.parsed[0];
   check_final_scrape(m, r);
