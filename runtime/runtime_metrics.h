@@ -6,10 +6,12 @@
 // the time of the snapshot; the three latency histograms and the live miss-ratio curve from the
 // runtime itself. The tiers below the local ones (disk, remote) report their own counters
 // (RemotePages::add_metrics), of which the runtime exports what they gained since it attached
-// them; holds and quota namespaces come from the device policy's layers. Snapshots add up (merge): counters, gauges and histograms sum, and so do the
-// curves' capacities and estimated hit tokens, which is exact for shards that split namespaces
-// (each shard is an LRU of its own size over its own namespaces, so the whole's hits at m x its
-// capacity are the sum of each shard's at m x its own).
+// them; holds and quota namespaces come from the device policy's layers.
+//
+// Snapshots add up (merge): counters, gauges and histograms sum, and so do the curves' capacities
+// and estimated hit tokens, which is exact for shards that split namespaces (each shard is an LRU
+// of its own size over its own namespaces, so the whole's hits at m x its capacity are the sum of
+// each shard's at m x its own).
 #pragma once
 
 #include <cstdint>
