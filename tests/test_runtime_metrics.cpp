@@ -520,3 +520,33 @@ TEST_CASE("RuntimeMetrics::merge: tiers below by label, quota namespaces by id, 
   CHECK(a.retention->holds == 2);
   CHECK(a.retention->protected_pages == 6);
 }
+
+TEST_CASE(
+    "SharedRuntime metrics: quota namespaces summed over the shards, each shard's quota its own") {
+  // Two shards of 20 pages, each with namespace 1's quota of its own budget: min 5, max 10.
+  RuntimeConfig config;
+  config.retention = RetentionConfig{};
+  config.quotas = {{.name_space = 1, .min = 0.25, .max = 0.5}};
+  SharedRuntime shared(kLayout, 40, 2, config);
+  REQUIRE(shared.shard_size(0).pages == 20);
+  REQUIRE(shared.shard_size(1).pages == 20);
+  uint64_t pages = 0;
+  for (const Namespace ns : {1u, 2u, 3u}) {
+    const std::vector<TokenId> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const SharedAdmit a = shared.admit({.id = 0, .name_space = ns, .prompt = prompt});
+    REQUIRE(a.ok());
+    const uint32_t committed = shared.commit(a.handle, 9).new_pages;
+    if (ns == 1) pages = committed;
+    shared.finish(a.handle);
+  }
+  REQUIRE(pages == 2);
+  std::ostringstream out;
+  shared.write_metrics(out);
+  const nlohmann::json m = read_exposition(out.str());
+  const uint64_t page_bytes = kLayout.bytes_per_page();
+  CHECK(sample_value(m, "radixkv_namespace_cached_bytes{namespace=1}") == pages * page_bytes);
+  CHECK(sample_value(m, "radixkv_namespace_quota_min_bytes{namespace=1}") == 10 * page_bytes);
+  CHECK(sample_value(m, "radixkv_namespace_quota_max_bytes{namespace=1}") == 20 * page_bytes);
+  CHECK(sample_value(m, "radixkv_session_holds_total{}") == 0);
+  CHECK(sample_value(m, "radixkv_protected_bytes{}") == 0);
+}
