@@ -479,6 +479,21 @@ DiskTierStats DiskTier::stats() const {
   return s;
 }
 
+void DiskTier::add_metrics(std::vector<LowerTierMetrics>& out) const {
+  const DiskTierStats s = stats();
+  const uint64_t charged = std::max(geometry_.slot_bytes(), config_.charged_slot_bytes);
+  out.push_back({.tier = "disk",
+                 .loaded_pages = s.loaded_pages,
+                 .written_pages = s.written_pages,
+                 .evicted_pages = s.evictions,
+                 .read_bytes = s.read_bytes,
+                 .written_bytes = s.written_bytes,
+                 .load_wait_ns = s.load_wait_ns,
+                 .has_bytes = true,
+                 .stored_bytes = s.stored_pages * charged,
+                 .capacity_bytes = config_.capacity_bytes});
+}
+
 void DiskTier::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
                       std::span<const PageHash> hashes, std::span<const TokenId>) {
   if (!parent && !seeds_.contains(ns)) {

@@ -140,8 +140,11 @@ class DiskTier final : public RemotePages {
                 std::span<const PageId> pages) override;
 
   // Submits every queued write and waits until all are done.
-  void drain();
+  void drain() override;
   DiskTierStats stats() const;
+  // Its counters as the runtime exports them (tier "disk"): slots' bytes as the budget charges
+  // them (DiskTierConfig::charged_slot_bytes).
+  void add_metrics(std::vector<LowerTierMetrics>& out) const override;
   // The path, the I/O engine and whether O_DIRECT is on (and why not).
   std::string describe() const;
   const DiskTierConfig& config() const { return config_; }

@@ -100,6 +100,9 @@ class QuotaPolicy final : public EvictionPolicy {
   void set_now(double now) override;
 
   const std::vector<QuotaPages>& quotas() const { return quotas_; }
+  // The inner policy of quota i (in quotas() order), and at i == quotas().size() the shared
+  // group's: for reports (the runtime's metrics read each group's retention layer).
+  const EvictionPolicy& group_policy(std::size_t i) const { return *policies_.at(i); }
 
  private:
   struct Group {

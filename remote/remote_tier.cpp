@@ -300,6 +300,13 @@ uint32_t RemoteTier::load(const PageHash& parent, std::span<const PageHash> hash
   return 0;
 }
 
+void RemoteTier::add_metrics(std::vector<LowerTierMetrics>& out) const {
+  out.push_back({.tier = "remote",
+                 .loaded_pages = loaded_pages_,
+                 .written_pages = stored_pages_,
+                 .load_wait_ns = load_wait_ns_});
+}
+
 RemoteTierStats RemoteTier::stats() const {
   RemoteTierStats s{lookups_,      looked_up_pages_,
                     loaded_pages_, bad_values_,

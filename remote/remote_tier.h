@@ -149,8 +149,11 @@ class RemoteTier final : public RemotePages {
 
   // Blocks until every page queued so far has been sent (or dropped), and every prefetch queued
   // has been looked up. For tests and shutdown.
-  void drain();
+  void drain() override;
   RemoteTierStats stats() const;
+  // Its counters as the runtime exports them (tier "remote"): no capacity (the store decides what
+  // it keeps); written bytes are the values' bytes the store took.
+  void add_metrics(std::vector<LowerTierMetrics>& out) const override;
   std::string describe() const { return where_; }
   const RemoteTierConfig& config() const { return config_; }
 

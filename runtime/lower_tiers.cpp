@@ -38,6 +38,14 @@ void LowerTiers::attach_pools(PagePool* device, PagePool* host, PageArrivals* ar
   for (RemotePages* t : tiers_) t->attach_pools(device, host, arrivals);
 }
 
+void LowerTiers::add_metrics(std::vector<LowerTierMetrics>& out) const {
+  for (const RemotePages* t : tiers_) t->add_metrics(out);
+}
+
+void LowerTiers::drain() {
+  for (RemotePages* t : tiers_) t->drain();
+}
+
 void LowerTiers::stored(Tier tier, Namespace ns, std::optional<PageHash> parent,
                         std::span<const PageHash> hashes, std::span<const TokenId> tokens) {
   for (RemotePages* t : tiers_) t->stored(tier, ns, parent, hashes, tokens);

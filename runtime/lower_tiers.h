@@ -30,6 +30,9 @@ class LowerTiers final : public RemotePages {
                 std::span<const PageId> pages) override;
   void prefetch(std::span<const PageHash> hashes) override;
   void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) override;
+  // Each tier's, in order.
+  void add_metrics(std::vector<LowerTierMetrics>& out) const override;
+  void drain() override;
 
   // TierEvents: to each tier, in order.
   void stored(Tier tier, Namespace ns, std::optional<PageHash> parent,

@@ -170,6 +170,7 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       staging_ = std::make_unique<detail::RemoteStaging>(pool, *host_pool_, *copier);
     }
     remote_->attach_pools(&pool, tiers.host.pool, staging_.get());
+    remote_->add_metrics(lower_attached_);
     tree_.add_tier_events(remote_);  // the tree tells the remote tier what it drops
   }
   for (TierEvents* events : tiers.events) {
@@ -671,6 +672,7 @@ void PrefixCacheRuntime::hold(uint64_t session, double seconds, uint32_t agent) 
         fmt::format("PrefixCacheRuntime::hold: session {} is not below 2^32", session));
   }
   tree_.policy().hold(session_key(session, agent), now_ + seconds);
+  ++stats_.holds;
 }
 
 void PrefixCacheRuntime::release(uint64_t session, uint32_t agent) {
@@ -680,6 +682,7 @@ void PrefixCacheRuntime::release(uint64_t session, uint32_t agent) {
         "(RuntimeConfig::retention)");
   }
   if (session <= UINT32_MAX) tree_.policy().release(session_key(session, agent));
+  ++stats_.releases;
 }
 
 CommitResult PrefixCacheRuntime::finish(SeqHandle seq) {

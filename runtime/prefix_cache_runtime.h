@@ -270,6 +270,8 @@ struct RuntimeStats {
   uint64_t remote_no_staging = 0;
   // Of reused_tokens: copied from part of a cached page (partial-page reuse).
   uint64_t partial_hit_tokens = 0;
+  uint64_t holds = 0;     // hold() calls taken (session holds)
+  uint64_t releases = 0;  // release() calls taken
 };
 
 class PrefixCacheRuntime {
@@ -462,6 +464,9 @@ class PrefixCacheRuntime {
   PagePool* host_pool_ = nullptr;
   std::unique_ptr<detail::RemoteStaging> staging_;
   std::vector<PageId> staging_pages_;  // scratch: the staging pages of one load
+  // The tiers below's counters when this runtime attached them: metrics() reports what they
+  // gained since (RemotePages::add_metrics).
+  std::vector<LowerTierMetrics> lower_attached_;
 };
 
 }  // namespace radixkv

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
+#include <vector>
 
 #include "kv_store/page_pool.h"
 #include "radix/tier_events.h"
@@ -21,6 +23,26 @@ class PageArrivals {
   virtual ~PageArrivals() = default;
   // Returns once page `page` of `tier`'s pool holds its bytes (at once when no copy writes it).
   virtual void await(Tier tier, PageId page) = 0;
+};
+
+// What a tier below the local ones counts, for the runtime's metrics (runtime/runtime_metrics.h;
+// docs/metrics.md lists the families). Counters count since the tier was opened (the runtime
+// reports what they gained since it attached), gauges are the tier's now.
+struct LowerTierMetrics {
+  // The `tier` label: "disk", "remote" (never "device" or "host"), one per tier; a string that
+  // outlives the tier (a literal).
+  std::string_view tier;
+  uint64_t loaded_pages = 0;   // pages load() returned: each a hit of page_tokens tokens
+  uint64_t written_pages = 0;  // writes completed (the drive or the store has the page)
+  uint64_t evicted_pages = 0;  // pages the tier evicted to make room (0 where the store decides)
+  uint64_t read_bytes = 0;     // bytes load() read (has_bytes)
+  uint64_t written_bytes = 0;  // bytes the completed writes wrote (has_bytes)
+  uint64_t load_wait_ns = 0;   // time load() waited for the tier (the caller stalled)
+  // Where the tier counts bytes (a remote store keeps or drops keys itself, and sizes them): the
+  // bytes it read and wrote (above), its pages take now, and the most they may take.
+  bool has_bytes = false;
+  uint64_t stored_bytes = 0;
+  uint64_t capacity_bytes = 0;
 };
 
 class RemotePages : public TierEvents {
@@ -40,6 +62,12 @@ class RemotePages : public TierEvents {
   // a page's bytes (nullptr: they are always there). Throws std::invalid_argument for a pool the
   // tier cannot read.
   virtual void attach_pools(PagePool* device, PagePool* host, PageArrivals* arrivals = nullptr) = 0;
+  // Appends what the tier counts (one entry per tier: LowerTiers appends each of its own). By
+  // default nothing: its hits then count as remote ones.
+  virtual void add_metrics(std::vector<LowerTierMetrics>& /*out*/) const {}
+  // Blocks until every write queued so far has completed (or failed), so that counters read next
+  // include them. By default nothing (a tier that writes synchronously).
+  virtual void drain() {}
 };
 
 }  // namespace radixkv

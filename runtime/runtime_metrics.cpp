@@ -8,6 +8,8 @@
 #include <array>
 #include <string>
 
+#include "eviction/quota_policy.h"
+#include "eviction/retention_layer.h"
 #include "metrics/prometheus.h"
 #include "runtime/prefix_cache_runtime.h"
 
@@ -50,6 +52,50 @@ void RuntimeMetrics::merge(const RuntimeMetrics& o) {
   };
   add_tier(device, o.device);
   if (o.host) add_tier(host ? *host : host.emplace(), *o.host);
+  for (const LowerTierMetrics& from : o.lower) {
+    const auto same = [&](const LowerTierMetrics& l) { return l.tier == from.tier; };
+    const auto it = std::find_if(lower.begin(), lower.end(), same);
+    if (it == lower.end()) {
+      lower.push_back(from);
+      continue;
+    }
+    LowerTierMetrics& to = *it;
+    for (auto [field, value] : std::array<std::pair<uint64_t*, uint64_t>, 8>{{
+             {&to.loaded_pages, from.loaded_pages},
+             {&to.written_pages, from.written_pages},
+             {&to.evicted_pages, from.evicted_pages},
+             {&to.read_bytes, from.read_bytes},
+             {&to.written_bytes, from.written_bytes},
+             {&to.load_wait_ns, from.load_wait_ns},
+             {&to.stored_bytes, from.stored_bytes},
+             {&to.capacity_bytes, from.capacity_bytes},
+         }}) {
+      *field += value;
+    }
+    to.has_bytes = to.has_bytes || from.has_bytes;
+  }
+  if (o.retention) {
+    RetentionGauges& to = retention ? *retention : retention.emplace();
+    to.holds += o.retention->holds;
+    to.releases += o.retention->releases;
+    to.protected_pages += o.retention->protected_pages;
+  }
+  for (const NamespaceGauges& from : o.quotas) {
+    const auto it = std::find_if(quotas.begin(), quotas.end(), [&](const NamespaceGauges& q) {
+      return q.name_space == from.name_space;
+    });
+    if (it == quotas.end()) {
+      quotas.insert(std::upper_bound(quotas.begin(), quotas.end(), from,
+                                     [](const NamespaceGauges& a, const NamespaceGauges& b) {
+                                       return a.name_space < b.name_space;
+                                     }),
+                    from);
+      continue;
+    }
+    it->cached_pages += from.cached_pages;
+    it->min_pages += from.min_pages;
+    it->max_pages += from.max_pages;
+  }
   admit_latency.merge(o.admit_latency);
   commit_latency.merge(o.commit_latency);
   finish_latency.merge(o.finish_latency);
@@ -67,6 +113,55 @@ void RuntimeMetrics::merge(const RuntimeMetrics& o) {
     }
   }
 }
+
+uint64_t RuntimeMetrics::remote_only_loaded_pages() const {
+  uint64_t others = 0;
+  for (const LowerTierMetrics& l : lower) {
+    if (l.tier != "remote") others += l.loaded_pages;
+  }
+  // The tiers' own counts and the runtime's agree unless a load's pages were not used (a copy
+  // that threw): never export a wrapped-around count.
+  return remote_loaded_pages > others ? remote_loaded_pages - others : 0;
+}
+
+namespace {
+
+// What each tier below gained since `attached` was read (the same tiers, in the same order);
+// gauges as they are now.
+void since_attached(std::vector<LowerTierMetrics>& now,
+                    const std::vector<LowerTierMetrics>& attached) {
+  for (std::size_t i = 0; i < now.size() && i < attached.size(); ++i) {
+    LowerTierMetrics& n = now[i];
+    const LowerTierMetrics& a = attached[i];
+    if (n.tier != a.tier) continue;
+    for (auto [field, then] : std::array<std::pair<uint64_t*, uint64_t>, 6>{{
+             {&n.loaded_pages, a.loaded_pages},
+             {&n.written_pages, a.written_pages},
+             {&n.evicted_pages, a.evicted_pages},
+             {&n.read_bytes, a.read_bytes},
+             {&n.written_bytes, a.written_bytes},
+             {&n.load_wait_ns, a.load_wait_ns},
+         }}) {
+      *field -= std::min(*field, then);
+    }
+  }
+}
+
+// Evictable device pages a retention layer protects: the device policy's, or with quotas each
+// group's (RuntimeConfig::quotas wraps one layer per group).
+uint64_t protected_pages(const EvictionPolicy& policy, std::size_t quota_groups) {
+  const auto of = [](const EvictionPolicy& p) {
+    const auto* layer = dynamic_cast<const RetentionLayer*>(&p);
+    return layer != nullptr ? layer->protected_pages() : 0;
+  };
+  const auto* quota = dynamic_cast<const QuotaPolicy*>(&policy);
+  if (quota == nullptr) return of(policy);
+  uint64_t pages = 0;
+  for (std::size_t i = 0; i <= quota_groups; ++i) pages += of(quota->group_policy(i));
+  return pages;
+}
+
+}  // namespace
 
 RuntimeMetrics PrefixCacheRuntime::metrics() const {
   RuntimeMetrics m;
@@ -91,6 +186,22 @@ RuntimeMetrics PrefixCacheRuntime::metrics() const {
   m.host_loaded_pages = t.loaded_pages;
   m.host_written_pages = t.written_pages;
   m.remote_loaded_pages = s.remote_hit_tokens / page_tokens_;
+  if (remote_ != nullptr) {
+    remote_->add_metrics(m.lower);
+    since_attached(m.lower, lower_attached_);
+  }
+  const auto* quota = dynamic_cast<const QuotaPolicy*>(&tree_.policy());
+  if (quota != nullptr) {
+    for (const QuotaPages& q : quota->quotas()) {
+      m.quotas.push_back(
+          {q.name_space, tree_ledger_.namespace_pages(q.name_space), q.min_pages, q.max_pages});
+    }
+  }
+  if (retention_) {
+    m.retention = RetentionGauges{
+        s.holds, s.releases,
+        protected_pages(tree_.policy(), quota != nullptr ? quota->quotas().size() : 0)};
+  }
   m.live_sequences = live_;
   m.device = {pool_.capacity_pages(), budget().limit_pages(), tree_.cached_pages(),
               pool_.bytes_per_page()};
@@ -133,7 +244,7 @@ void gauge(PrometheusWriter& w, const char* name, const char* help, uint64_t val
 
 // A family with one sample per tier that has the value.
 struct TierValue {
-  const char* tier;
+  std::string_view tier;
   uint64_t value;
 };
 void per_tier(PrometheusWriter& w, const char* name, const char* help,
@@ -191,11 +302,24 @@ void write_metrics(std::ostream& out, const RuntimeMetrics& m) {
           m.finishes);
   counter(w, "radixkv_requests_aborted_total", "Sequences aborted.", m.aborts);
   counter(w, "radixkv_prompt_tokens_total", "Prompt tokens of admitted requests.", m.prompt_tokens);
+  // The tiers below the local ones: each reporting one but the remote tier by its label; the
+  // remote label gets the rest of the runtime's remote hits (all of them without such tiers).
+  std::vector<const LowerTierMetrics*> below;  // reporting, other than remote
+  const LowerTierMetrics* remote = nullptr;
+  for (const LowerTierMetrics& l : m.lower) {
+    if (l.tier == "remote") {
+      remote = &l;
+    } else {
+      below.push_back(&l);
+    }
+  }
+  const uint64_t remote_pages = m.remote_only_loaded_pages();
+  const uint32_t page = std::max<uint32_t>(m.page_tokens, 1);
+  std::vector<TierValue> hits = {{"device", m.device_hit_tokens}, {"host", m.host_hit_tokens}};
+  for (const LowerTierMetrics* l : below) hits.push_back({l->tier, l->loaded_pages * page});
+  hits.push_back({"remote", remote_pages * page});
   per_tier(w, "radixkv_hit_tokens_total",
-           "Prompt tokens served from the cache, by the tier that held them at admit.",
-           {{"device", m.device_hit_tokens},
-            {"host", m.host_hit_tokens},
-            {"remote", m.remote_hit_tokens}});
+           "Prompt tokens served from the cache, by the tier that held them at admit.", hits);
   counter(w, "radixkv_prefill_tokens_total", "Prompt tokens left to compute at admit.",
           m.prefill_tokens);
   counter(w, "radixkv_decode_tokens_total", "Tokens appended by decoding.", m.decode_tokens);
@@ -205,30 +329,98 @@ void write_metrics(std::ostream& out, const RuntimeMetrics& m) {
           m.duplicate_pages);
   std::vector<TierValue> evicted = {{"device", m.evicted_pages}};
   if (m.host) evicted.push_back({"host", m.host_evicted_pages});
+  for (const LowerTierMetrics* l : below) {
+    if (l->has_bytes) evicted.push_back({l->tier, l->evicted_pages});
+  }
   per_tier(w, "radixkv_pages_evicted_total",
            "Cached pages evicted from a tier (from the device to the host tier under write-back).",
            evicted);
-  per_tier(w, "radixkv_pages_loaded_total", "Pages copied to the device from a lower tier.",
-           {{"host", m.host_loaded_pages}, {"remote", m.remote_loaded_pages}});
-  per_tier(w, "radixkv_pages_written_total", "Pages copied from the device to the host tier.",
-           {{"host", m.host_written_pages}});
+  std::vector<TierValue> loads = {{"host", m.host_loaded_pages}};
+  for (const LowerTierMetrics* l : below) loads.push_back({l->tier, l->loaded_pages});
+  loads.push_back({"remote", remote_pages});
+  per_tier(w, "radixkv_pages_loaded_total", "Pages copied to the device from a lower tier.", loads);
+  std::vector<TierValue> writes = {{"host", m.host_written_pages}};
+  for (const LowerTierMetrics* l : below) writes.push_back({l->tier, l->written_pages});
+  if (remote != nullptr) writes.push_back({"remote", remote->written_pages});
+  per_tier(w, "radixkv_pages_written_total",
+           "Pages written to a lower tier (copied from the device to the host tier; written to "
+           "the drive or the store, once complete).",
+           writes);
+  if (!m.lower.empty()) {
+    w.family("radixkv_tier_load_wait_seconds_total", MetricType::kCounter,
+             "Time admit waited for a tier below the local ones to load pages.");
+    for (const LowerTierMetrics& l : m.lower) {
+      const std::array<Label, 1> labels{{{"tier", l.tier}}};
+      w.sample(labels, static_cast<double>(l.load_wait_ns) * 1e-9);
+    }
+  }
+  std::vector<TierValue> read_bytes, written_bytes;
+  for (const LowerTierMetrics& l : m.lower) {
+    if (!l.has_bytes) continue;
+    read_bytes.push_back({l.tier, l.read_bytes});
+    written_bytes.push_back({l.tier, l.written_bytes});
+  }
+  if (!read_bytes.empty()) {
+    per_tier(w, "radixkv_tier_read_bytes_total", "Bytes read from a tier below the local ones.",
+             read_bytes);
+    per_tier(w, "radixkv_tier_written_bytes_total",
+             "Bytes written to a tier below the local ones (writes complete).", written_bytes);
+  }
   gauge(w, "radixkv_live_sequences", "Sequences admitted and not yet finished or aborted.",
         m.live_sequences);
-  std::vector<std::pair<const char*, const TierGauges*>> tiers = {{"device", &m.device}};
-  if (m.host) tiers.emplace_back("host", &*m.host);
+  // Byte gauges: the local tiers' pages times their size; a tier below counts its own bytes.
+  struct TierBytes {
+    std::string_view tier;
+    uint64_t cached, budget, capacity;
+  };
+  std::vector<TierBytes> tiers;
+  const auto local = [&](std::string_view tier, const TierGauges& g) {
+    tiers.push_back({tier, g.cached_pages * g.bytes_per_page, g.budget_pages * g.bytes_per_page,
+                     g.capacity_pages * g.bytes_per_page});
+  };
+  local("device", m.device);
+  if (m.host) local("host", *m.host);
+  for (const LowerTierMetrics& l : m.lower) {
+    if (l.has_bytes) tiers.push_back({l.tier, l.stored_bytes, l.capacity_bytes, l.capacity_bytes});
+  }
   const auto tier_gauge = [&](const char* name, const char* help, auto field) {
     w.family(name, MetricType::kGauge, help);
-    for (const auto& [tier, g] : tiers) {
-      const std::array<Label, 1> labels{{{"tier", tier}}};
-      w.sample(labels, field(*g) * g->bytes_per_page);
+    for (const TierBytes& t : tiers) {
+      const std::array<Label, 1> labels{{{"tier", t.tier}}};
+      w.sample(labels, t.*field);
     }
   };
-  tier_gauge("radixkv_cached_bytes", "KV bytes the cache holds on a tier.",
-             [](const TierGauges& g) { return g.cached_pages; });
-  tier_gauge("radixkv_cache_budget_bytes", "The cache's budget on a tier.",
-             [](const TierGauges& g) { return g.budget_pages; });
-  tier_gauge("radixkv_pool_capacity_bytes", "A tier's whole page pool.",
-             [](const TierGauges& g) { return g.capacity_pages; });
+  tier_gauge("radixkv_cached_bytes", "KV bytes the cache holds on a tier.", &TierBytes::cached);
+  tier_gauge("radixkv_cache_budget_bytes", "The cache's budget on a tier.", &TierBytes::budget);
+  tier_gauge("radixkv_pool_capacity_bytes", "A tier's whole page pool.", &TierBytes::capacity);
+  const uint64_t page_bytes = m.device.bytes_per_page;
+  if (m.retention) {
+    counter(w, "radixkv_session_holds_total", "Session holds taken (hold()).", m.retention->holds);
+    counter(w, "radixkv_session_releases_total", "Session holds released (release()).",
+            m.retention->releases);
+    gauge(w, "radixkv_protected_bytes",
+          "Evictable device bytes a session hold or a retention hint above the default priority "
+          "protects.",
+          m.retention->protected_pages * page_bytes);
+  }
+  if (!m.quotas.empty()) {
+    std::vector<std::string> names;
+    for (const NamespaceGauges& q : m.quotas) names.push_back(std::to_string(q.name_space));
+    const auto namespace_gauge = [&](const char* name, const char* help, auto field) {
+      w.family(name, MetricType::kGauge, help);
+      for (std::size_t i = 0; i < m.quotas.size(); ++i) {
+        const std::array<Label, 1> labels{{{"namespace", names[i]}}};
+        w.sample(labels, m.quotas[i].*field * page_bytes);
+      }
+    };
+    namespace_gauge("radixkv_namespace_cached_bytes",
+                    "Device bytes a namespace with a quota holds, pinned pages included.",
+                    &NamespaceGauges::cached_pages);
+    namespace_gauge("radixkv_namespace_quota_min_bytes", "A namespace's quota: its floor.",
+                    &NamespaceGauges::min_pages);
+    namespace_gauge("radixkv_namespace_quota_max_bytes", "A namespace's quota: its soft cap.",
+                    &NamespaceGauges::max_pages);
+  }
   histogram(w, "radixkv_admit_duration_seconds", "Time in admit (refusals included).",
             m.admit_latency);
   histogram(w, "radixkv_commit_duration_seconds", "Time in commit.", m.commit_latency);

@@ -131,7 +131,7 @@ uint64_t SharedRuntime::check() const {
 
 // Every field of RuntimeStats, summed: a field added there must be added here (the size check
 // below fails until it is).
-static_assert(sizeof(RuntimeStats) == 20 * sizeof(uint64_t),
+static_assert(sizeof(RuntimeStats) == 22 * sizeof(uint64_t),
               "RuntimeStats changed: sum the new field in SharedRuntime::stats()");
 
 RuntimeStats SharedRuntime::stats() const {
@@ -139,7 +139,7 @@ RuntimeStats SharedRuntime::stats() const {
   for (const auto& s : shards_) {
     std::lock_guard lock(s->mutex);
     const RuntimeStats& r = s->runtime.stats();
-    for (auto [to, from] : std::array<std::pair<uint64_t*, uint64_t>, 20>{{
+    for (auto [to, from] : std::array<std::pair<uint64_t*, uint64_t>, 22>{{
              {&sum.admits, r.admits},
              {&sum.admit_no_space, r.admit_no_space},
              {&sum.admit_too_large, r.admit_too_large},
@@ -160,6 +160,8 @@ RuntimeStats SharedRuntime::stats() const {
              {&sum.peak_cached_pages, r.peak_cached_pages},
              {&sum.remote_no_staging, r.remote_no_staging},
              {&sum.partial_hit_tokens, r.partial_hit_tokens},
+             {&sum.holds, r.holds},
+             {&sum.releases, r.releases},
          }}) {
       *to += from;
     }

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <system_error>
 
 #include "disk/disk_tier.h"
@@ -677,6 +678,49 @@ TEST_CASE(
     CHECK(first.remote_hit_tokens == r.runtime.reuse_cut(prompts()[0].size()));
     CHECK(first.load_ticket != 0);
     tier.verify(testing::no_trie_pages);
+  }
+}
+
+TEST_CASE(
+    "disk tier metrics: a page written to disk and loaded back counts once each, since the "
+    "runtime's start") {
+  DiskTier tier(config_for(testing::disk_dir("metrics"), 16));
+  const std::vector<TokenId> prompt = testing::iota_tokens(3 * P + 1, 100);  // 3 whole pages
+  // The exposition's sample of `family` for the disk tier, as written.
+  const auto disk_sample = [](const PrefixCacheRuntime& runtime, const std::string& family) {
+    std::ostringstream out;
+    runtime.write_metrics(out);
+    const std::string text = out.str();
+    const std::string head = family + "{tier=\"disk\"} ";
+    const std::size_t at = text.find(head);
+    REQUIRE_MESSAGE(at != std::string::npos, family << " has no disk sample:\n" << text);
+    return std::stod(text.substr(at + head.size(), text.find('\n', at) - at - head.size()));
+  };
+  for (int life = 0; life < 2; ++life) {
+    CAPTURE(life);
+    DiskRuntime r(tier, 256);
+    if (life == 0) {
+      CHECK(r.run(prompt).remote_hit_tokens == 0);
+      r.runtime.evict(3);  // write-back: the 3 pages are queued for the drive
+      tier.drain();        // and written
+    }
+    const AdmitResult again = r.run(prompt);
+    CHECK(again.remote_hit_tokens == 3 * P);
+    r.runtime.evict(3);  // on disk already: not written again
+    tier.drain();
+    const RuntimeMetrics m = r.runtime.metrics();
+    REQUIRE(m.lower.size() == 1);
+    CHECK(m.lower[0].tier == "disk");
+    CHECK(disk_sample(r.runtime, "radixkv_pages_written_total") == (life == 0 ? 3 : 0));
+    CHECK(disk_sample(r.runtime, "radixkv_tier_written_bytes_total") ==
+          (life == 0 ? 3 * kSlot : 0));
+    CHECK(disk_sample(r.runtime, "radixkv_pages_loaded_total") == 3);
+    CHECK(disk_sample(r.runtime, "radixkv_hit_tokens_total") == 3 * P);
+    CHECK(disk_sample(r.runtime, "radixkv_tier_read_bytes_total") == 3 * kSlot);
+    CHECK(disk_sample(r.runtime, "radixkv_pages_evicted_total") == 0);
+    CHECK(disk_sample(r.runtime, "radixkv_cached_bytes") == 3 * kSlot);
+    CHECK(disk_sample(r.runtime, "radixkv_pool_capacity_bytes") == tier.config().capacity_bytes);
+    CHECK(m.remote_only_loaded_pages() == 0);  // every tier-below hit was the disk's
   }
 }
 

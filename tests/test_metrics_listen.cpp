@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@
 #include "metrics/prometheus.h"
 #include "tests/cli_runs.h"
 #include "tests/prometheus_dump.h"
+#include "tests/redis_fixture.h"
+#include "tests/skip.h"
 
 using radixkv::testing::ChildProcess;
 using radixkv::testing::read_expositions;
@@ -44,18 +47,39 @@ int endpoint_port(ChildProcess& replay) {
   return std::stoi(address->substr(prefix.size()));
 }
 
-}  // namespace
+// A replay of an 80-conversation trace in engine mode, serving its metrics, with `extra`
+// arguments: its report, and its last exposition after the report followed by (parsed in one
+// Python start) the first, a middle and the last distinct one scraped before it.
+struct ListenRun {
+  nlohmann::json report;
+  std::vector<nlohmann::json> parsed;  // [0]: the last scrape
+  std::size_t distinct = 0;            // expositions seen before the report
+};
 
-TEST_CASE(
-    "replay --metrics-listen: scraped while the engine runs, and the last scrape is the report") {
+ListenRun listen_run(const std::vector<std::string>& extra) {
   const std::string trace = radixkv::testing::scratch_path("listen.jsonl");
   REQUIRE(ChildProcess({kRadixkv, "gen", "--conversations", "80", "--seed", "5", "--out", trace})
               .wait(60s) == 0);
   // stderr into stdout: its first line is the endpoint's address, the report comes last.
-  ChildProcess replay({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kRadixkv, "replay", "--mode",
-                       "engine", "--trace", trace, "--capacity-tokens", "50000", "--json",
-                       "--no-progress", "--metrics-listen", "127.0.0.1:0", "--metrics-linger",
-                       "60"});
+  std::vector<std::string> args = {"/bin/sh",
+                                   "-c",
+                                   "exec \"$0\" \"$@\" 2>&1",
+                                   kRadixkv,
+                                   "replay",
+                                   "--mode",
+                                   "engine",
+                                   "--trace",
+                                   trace,
+                                   "--capacity-tokens",
+                                   "50000",
+                                   "--json",
+                                   "--no-progress",
+                                   "--metrics-listen",
+                                   "127.0.0.1:0",
+                                   "--metrics-linger",
+                                   "60"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  ChildProcess replay(args);
   httplib::Client http("127.0.0.1", endpoint_port(replay));
   http.set_read_timeout(10, 0);
 
@@ -74,17 +98,19 @@ TEST_CASE(
     }
   }
   REQUIRE(report);
-  const nlohmann::json r = nlohmann::json::parse(*report);
+  ListenRun run{nlohmann::json::parse(*report), {}, running.size()};
   const httplib::Result last = http.Get("/metrics");
   REQUIRE(last);
-  // The last scrape, and the first, a middle and the last one before the report: one Python start.
   REQUIRE(running.size() >= 2);
-  const std::vector<nlohmann::json> parsed =
+  run.parsed =
       read_expositions({last->body, running.front(), running[running.size() / 2], running.back()});
-  const nlohmann::json& m = parsed[0];
   replay.signal(SIGTERM);  // the linger would serve on for a minute
   CHECK(replay.wait(30s) == 128 + SIGTERM);
+  return run;
+}
 
+// The last scrape against the report: the counters every run has.
+void check_final_scrape(const nlohmann::json& m, const nlohmann::json& r) {
   // The report's run admitted every request once (no preemption), so the runtime's counters are
   // the report's figures.
   REQUIRE(r.at("preemptions") == 0);
@@ -103,6 +129,36 @@ TEST_CASE(
                                                           r.at("capacity_bytes").get<double>() /
                                                           r.at("capacity_pages").get<double>());
   CHECK(value("radixkv_live_sequences{}") == 0);
+}
+
+// While it ran: counters that only grow, and at least one scrape from the middle of the run.
+void check_running_scrapes(const ListenRun& run) {
+  const double requests = run.report.at("requests").get<double>();
+  bool middle = false;
+  double previous = 0;
+  for (std::size_t i = 1; i < run.parsed.size(); ++i) {
+    const nlohmann::json& seen = run.parsed[i];
+    if (seen.at("samples").empty()) continue;  // before the first step
+    const double admitted = sample_value(seen, "radixkv_requests_total{}");
+    CHECK(admitted >= previous);
+    CHECK(admitted <= requests);
+    middle = middle || (admitted > 0 && admitted < requests);
+    previous = admitted;
+  }
+  CHECK_MESSAGE(middle, run.distinct << " distinct scrapes, none from the middle of the run");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "replay --metrics-listen: scraped while the engine runs, and the last scrape is the report") {
+  const ListenRun run = listen_run({});
+  const nlohmann::json& r = run.report;
+  const nlohmann::json& m = run.parsed[0];
+  check_final_scrape(m, r);
+  const auto value = [&](const std::string& key) { return sample_value(m, key); };
+  CHECK(value("radixkv_hit_tokens_total{tier=remote}") == 0);
+  CHECK(m.at("samples").count("radixkv_hit_tokens_total{tier=disk}") == 0);  // no disk tier
   REQUIRE(r.at("mrc").size() == 6);
   for (const auto& point : r.at("mrc")) {
     const std::string label =
@@ -111,21 +167,54 @@ TEST_CASE(
     CHECK(value("radixkv_mrc_capacity_tokens" + label) ==
           point.at("capacity_tokens").get<double>());
   }
+  check_running_scrapes(run);
+}
 
-  // While it ran: counters that only grow, and at least one scrape from the middle of the run.
-  const double requests = r.at("requests").get<double>();
-  bool middle = false;
-  double previous = 0;
-  for (std::size_t i = 1; i < parsed.size(); ++i) {
-    const nlohmann::json& seen = parsed[i];
-    if (seen.at("samples").empty()) continue;  // before the first step
-    const double admitted = sample_value(seen, "radixkv_requests_total{}");
-    CHECK(admitted >= previous);
-    CHECK(admitted <= requests);
-    middle = middle || (admitted > 0 && admitted < requests);
-    previous = admitted;
-  }
-  CHECK_MESSAGE(middle, running.size() << " distinct scrapes, none from the middle of the run");
+// The disk tier writes in the background: the last scrape still equals the report, which counts
+// every write complete (the replay drains the tier before rendering it).
+TEST_CASE(
+    "replay --metrics-listen with a disk tier: its counters in the last scrape are the report's") {
+  const std::string dir = radixkv::testing::scratch_path("listen-disk");
+  const ListenRun run = listen_run({"--disk-path", dir, "--disk-capacity-bytes", "1GiB"});
+  const nlohmann::json& r = run.report;
+  const nlohmann::json& m = run.parsed[0];
+  check_final_scrape(m, r);
+  const auto value = [&](const std::string& key) { return sample_value(m, key); };
+  REQUIRE(r.at("disk_written_pages").get<uint64_t>() > 0);
+  REQUIRE(r.at("disk_loaded_pages").get<uint64_t>() > 0);
+  CHECK(value("radixkv_hit_tokens_total{tier=disk}") == r.at("disk_hit_tokens").get<double>());
+  CHECK(value("radixkv_hit_tokens_total{tier=remote}") == 0);
+  CHECK(value("radixkv_pages_loaded_total{tier=disk}") == r.at("disk_loaded_pages").get<double>());
+  CHECK(value("radixkv_pages_written_total{tier=disk}") ==
+        r.at("disk_written_pages").get<double>());
+  CHECK(value("radixkv_pages_evicted_total{tier=disk}") == r.at("disk_evictions").get<double>());
+  CHECK(value("radixkv_pool_capacity_bytes{tier=disk}") ==
+        r.at("disk_capacity_bytes").get<double>());
+  CHECK(value("radixkv_cached_bytes{tier=disk}") > 0);
+  CHECK(value("radixkv_cached_bytes{tier=disk}") <= r.at("disk_capacity_bytes").get<double>());
+  check_running_scrapes(run);
+}
+
+// The remote tier's writer is a thread of its own: the same, against the Redis of
+// scripts/with-redis.sh (fails rather than skips under CI=true without one).
+TEST_CASE(
+    "replay --metrics-listen with a remote tier: its counters in the last scrape are the "
+    "report's") {
+  RADIXKV_NEED_REDIS();
+  const ListenRun run = listen_run({"--remote", radixkv::testing::redis_url(), "--remote-prefix",
+                                    "listen-" + std::to_string(::getpid())});
+  const nlohmann::json& r = run.report;
+  const nlohmann::json& m = run.parsed[0];
+  check_final_scrape(m, r);
+  const auto value = [&](const std::string& key) { return sample_value(m, key); };
+  REQUIRE(r.at("remote_never_answered") == false);
+  REQUIRE(r.at("remote_stored_pages").get<uint64_t>() > 0);
+  CHECK(value("radixkv_hit_tokens_total{tier=remote}") == r.at("remote_hit_tokens").get<double>());
+  CHECK(value("radixkv_pages_loaded_total{tier=remote}") ==
+        r.at("remote_loaded_pages").get<double>());
+  CHECK(value("radixkv_pages_written_total{tier=remote}") ==
+        r.at("remote_stored_pages").get<double>());
+  check_running_scrapes(run);
 }
 
 TEST_CASE("replay --metrics-listen: only loopback, only engine mode, a port in use is an error") {

@@ -445,7 +445,16 @@ mutant metrics-shard-curve-hits runtime/runtime_metrics.cpp \
   'curve->points[i].hit_tokens += o.curve->points[i].hit_tokens;' '(void)0;'
 mutant metrics-host-gauges-dropped runtime/runtime_metrics.cpp \
   "a runtime with a host tier exports no host bytes" \
-  'if (m.host) tiers.emplace_back("host", &*m.host);' '(void)0;'
+  'if (m.host) local("host", *m.host);' '(void)0;'
+mutant metrics-lower-since-opened runtime/runtime_metrics.cpp \
+  "a runtime exports its tiers below's counters since they were opened, not since it attached them" \
+  'since_attached(m.lower, lower_attached_);' 'since_attached(m.lower, {});'
+mutant metrics-lower-hits-remote runtime/runtime_metrics.cpp \
+  "the disk tier's hits are exported as the remote tier's too (counted twice)" \
+  'if (l.tier != "remote") others += l.loaded_pages;' '(void)l;'
+mutant metrics-listen-undrained tools/replay/engine_replay.cpp \
+  "the engine replay renders its last exposition with disk writes still in flight" \
+  'if (config_.disk != nullptr) config_.disk->drain();' '(void)0;'
 mutant runtime-partial-no-copy runtime/prefix_cache_runtime.cpp \
   "partial-page reuse counts the copied tokens but never copies the page" \
   'partial_copier_->wait(partial_copier_->copy(pool_, pool_, {&copy, 1}));' '(void)copy;'

@@ -19,10 +19,11 @@ target_compile_definitions(test_runtime_metrics PRIVATE
   RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 
 # `radixkv replay --metrics-listen`: the built binary scraped while it runs (cpp-httplib's client),
-# its last scrape against its report; the flag's refusals in-process.
+# its last scrape against its report (with a disk tier, and with a remote one on the Redis
+# scripts/with-redis.sh starts for each case); the flag's refusals in-process.
 radixkv_add_test(test_metrics_listen SOURCES test_metrics_listen.cpp
   LIBS radixkv_cli radixkv_test_process PkgConfig::HTTPLIB nlohmann_json::nlohmann_json
-  LABELS integration)
+  LABELS integration LAUNCHER ${PROJECT_SOURCE_DIR}/scripts/with-redis.sh)
 target_compile_definitions(test_metrics_listen PRIVATE RADIXKV_BINARY="$<TARGET_FILE:radixkv>"
   RADIXKV_DEBIAN_PYTHON="${RADIXKV_DEBIAN_PYTHON}" RADIXKV_TESTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
 add_dependencies(test_metrics_listen radixkv)

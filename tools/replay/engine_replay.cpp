@@ -297,6 +297,12 @@ void EngineRunner::finish(CacheSide& side) {
   side.final_cached_pages = runtime_->tree().cached_pages();
   side.high_watermark_pages = runtime_->budget().high_pages();
   side.low_watermark_pages = runtime_->budget().low_pages();
+  // The tiers below write in the background: their writes complete before the last exposition,
+  // which then counts what the report does (it reads them drained, replay_result.h).
+  if (primary_ && run_.cache) {
+    if (config_.disk != nullptr) config_.disk->drain();
+    if (config_.remote != nullptr) config_.remote->drain();
+  }
   if (primary_ && config_.on_step) config_.on_step(*runtime_, true);
   side.mrc = runtime_->metrics().curve;
   side.accounting_error = check_end_of_run(*runtime_);
