@@ -519,12 +519,14 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first, Remo
     }
   };
   // Everything below `node` first (host-only, since the caller evicts node's device tail or
-  // erases a leaf), each node with the hash of the page before its first (its parent's last:
-  // read before the parent is destroyed).
+  // erases a leaf), each node with the hash of the page before its first (its parent's last).
+  // The nodes are destroyed after the walk: releasing a page counts it against its namespace,
+  // which walks the parent pointers up to the root.
   const auto last_hash = [&](const RadixNode* x) {
     return events_ ? page_hash(x, x->num_pages() - 1) : PageHash{};
   };
   std::vector<std::pair<RadixNode*, PageHash>> stack;
+  std::vector<RadixNode*> dropped;
   node->children_.for_each(
       [&](uint64_t, RadixNode* child) { stack.emplace_back(child, last_hash(node)); });
   node->children_.clear();
@@ -541,9 +543,10 @@ RadixTree::DropResult RadixTree::drop_from(RadixNode* node, uint32_t first, Remo
     if (x->host_ != nullptr && host_tier_->policy->contains(*x->host_)) {
       host_tier_->policy->remove(*x->host_);
     }
-    destroy_node(x);
+    dropped.push_back(x);
     ++result.nodes;
   }
+  for (RadixNode* x : dropped) destroy_node(x);
   const uint32_t before = node->pages;
   release_pages(node, first, events_ ? parent_hash(node, first) : PageHash{});
   node->pages = std::min(node->pages, first);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -474,4 +475,47 @@ TEST_CASE("quota: bad host quotas are refused naming the host tier") {
     CHECK(std::string(e.what()).find("host tier: quota: namespace 1: min 0.6") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("quota: a device page dropped above host-only descendants releases them all, counted") {
+  // Two tenants, each with a min of half a host of 4 pages. The noisy one's 2 pages are demoted
+  // first; then a chain of three 1-page nodes of the quiet one is evicted a node at a time: the
+  // grandchild and the child are demoted (the host is then full, both tenants at their min, no
+  // host victim), so the top node's page is dropped, and with it its host-only child and
+  // grandchild, the grandchild released while its parent must still be a node (the namespace
+  // count walks up through it; ASan checks the walk).
+  const KvLayout layout{1, 1, 4, 2, kPageTokens};
+  PagePool pool(layout, 8);
+  PagePool host_pool(layout, 4);
+  TierConfig tiers;
+  tiers.host.pool = &host_pool;
+  tiers.host.quotas = {{kQuiet, 0.5, 1.0}, {kNoisy, 0.5, 1.0}};
+  PrefixCacheRuntime runtime(pool, RuntimeConfig{.high_watermark = 1.0, .low_watermark = 1.0},
+                             tiers);
+  const auto serve = [&](Namespace ns, std::span<const TokenId> prompt) {
+    const AdmitResult r = runtime.admit({0, ns, prompt});
+    REQUIRE(r.ok());
+    runtime.commit(r.seq, static_cast<uint32_t>(prompt.size()));
+    runtime.finish(r.seq);
+  };
+  serve(kNoisy, prompt_of(kNoisy, 0, 2));
+  CHECK(runtime.evict(2) == 2);
+  REQUIRE(runtime.tree().namespace_host_pages(kNoisy) == 2);
+  const std::vector<TokenId> chain = prompt_of(kQuiet, 0, 3);
+  for (uint32_t pages : {1u, 2u, 3u}) {
+    serve(kQuiet, std::span<const TokenId>(chain).first(pages * kPageTokens + 1));
+  }
+  REQUIRE(runtime.tree().stats().nodes == 4);
+  // One node at a time (a batch would drop its first pages up front rather than demote them).
+  CHECK(runtime.evict(1) == 1);  // the grandchild to the host
+  CHECK(runtime.evict(1) == 1);  // the child: the host is full, both tenants at their min
+  REQUIRE(runtime.tree().host_cached_pages() == 4);
+  CHECK(runtime.evict(1) == 1);  // the top node's page: dropped, with everything below it
+  runtime.check_accounting();    // verify(): the namespace counters against the tree
+  CHECK(runtime.tree().stats().nodes == 1);
+  CHECK(runtime.tree().host_cached_pages() == 2);
+  CHECK(runtime.tree().namespace_host_pages(kQuiet) == 0);
+  CHECK(runtime.tree().namespace_host_pages(kNoisy) == 2);
+  CHECK(runtime.tree().namespace_pages(kQuiet) == 0);
+  CHECK(runtime.tree().stats().dropped_pages == 3);  // the top page and the two below it
 }
