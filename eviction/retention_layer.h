@@ -59,7 +59,8 @@
 namespace radixkv {
 
 struct RetentionConfig {
-  // Protected pages beyond this share of the linked (evictable) pages are evicted first: (0, 1].
+  // Protected pages beyond this share of the linked (evictable) pages spill back into the inner
+  // policy's order (rule 2 above): (0, 1].
   double hold_share = 0.5;
   // The priority a session hold ranks as: (kDefaultPriority, kMaxPriority].
   int32_t hold_priority = kMaxPriority;

@@ -151,8 +151,8 @@ class RemoteTier final : public RemotePages {
   // has been looked up. For tests and shutdown.
   void drain() override;
   RemoteTierStats stats() const;
-  // Its counters as the runtime exports them (tier "remote"): no capacity (the store decides what
-  // it keeps); written bytes are the values' bytes the store took.
+  // Its counters as the runtime exports them (tier "remote"): pages only, no bytes and no capacity
+  // (the store decides what it keeps).
   void add_metrics(std::vector<LowerTierMetrics>& out) const override;
   std::string describe() const { return where_; }
   const RemoteTierConfig& config() const { return config_; }

@@ -145,6 +145,9 @@ PrefixCacheRuntime::PrefixCacheRuntime(PagePool& pool, const RuntimeConfig& conf
       allocator_(pool, tree_evictor_, make_budget(pool, config)),
       host_budget_(make_host_budget(tiers.host)) {
   retention_ = config.retention.has_value();
+  if (!host_budget_ && !tiers.host.quotas.empty()) {
+    throw std::invalid_argument("host tier: quotas (HostTierConfig::quotas) need a host pool");
+  }
   PageCopier* copier = own_copier_ ? own_copier_.get() : tiers.host.copier;
   if (host_budget_) {
     HostTierSetup setup = host_setup(tiers.host, *host_budget_, copier);
@@ -681,7 +684,8 @@ void PrefixCacheRuntime::release(uint64_t session, uint32_t agent) {
         "PrefixCacheRuntime::release: the runtime has no retention layer "
         "(RuntimeConfig::retention)");
   }
-  if (session <= UINT32_MAX) tree_.policy().release(session_key(session, agent));
+  if (session > UINT32_MAX) return;  // never held: hold() refuses such sessions
+  tree_.policy().release(session_key(session, agent));
   ++stats_.releases;
 }
 

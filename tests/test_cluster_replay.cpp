@@ -12,6 +12,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "router/overlap_gap.h"
 #include "tests/cli_runs.h"
@@ -79,6 +83,18 @@ ClusterReplayConfig cluster(uint32_t workers, RoutePolicy route, uint64_t pool_p
   config.workers = workers;
   config.route = route;
   return config;
+}
+
+// Each `radixkv replay ARGS` is refused with exit status 2 and an error containing its message.
+void expect_refused(std::span<const std::pair<std::vector<std::string>, std::string>> bad) {
+  for (const auto& [args, message] : bad) {
+    CAPTURE(message);
+    std::vector<std::string> argv = {"replay"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const testing::CliRun refused = testing::run_cli(argv);
+    CHECK(refused.status == 2);
+    CHECK_MESSAGE(refused.err.find(message) != std::string::npos, refused.err);
+  }
 }
 
 }  // namespace
@@ -240,14 +256,7 @@ TEST_CASE("cluster replay: the command line's report, and its bad flags") {
       {{"--mode", "cluster", "--host-capacity-tokens", "1e6"},
        "--host-capacity-tokens: not in cluster mode"},
   };
-  for (const auto& [args, message] : bad) {
-    CAPTURE(message);
-    std::vector<std::string> argv = {"replay"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const testing::CliRun refused = testing::run_cli(argv);
-    CHECK(refused.status == 2);
-    CHECK_MESSAGE(refused.err.find(message) != std::string::npos, refused.err);
-  }
+  expect_refused(bad);
 }
 
 // Predicted against delivered (cluster_replay.h). A hand-built trace on 2 workers with 16-token
@@ -420,14 +429,7 @@ TEST_CASE("cluster replay: an event delay must be a finite number of seconds >= 
       {{"--mode", "engine", "--event-delay", "1"},
        "--event-delay: cluster mode only (add --mode cluster)"},
   };
-  for (const auto& [args, message] : bad) {
-    CAPTURE(message);
-    std::vector<std::string> argv = {"replay"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const testing::CliRun refused = testing::run_cli(argv);
-    CHECK(refused.status == 2);
-    CHECK_MESSAGE(refused.err.find(message) != std::string::npos, refused.err);
-  }
+  expect_refused(bad);
 }
 
 TEST_CASE("cluster replay: the command line reports predicted against delivered") {

@@ -475,6 +475,15 @@ TEST_CASE("quota: bad host quotas are refused naming the host tier") {
     CHECK(std::string(e.what()).find("host tier: quota: namespace 1: min 0.6") !=
           std::string::npos);
   }
+  TierConfig no_host;
+  no_host.host.quotas = {{1, 0.5, 1.0}};
+  try {
+    PrefixCacheRuntime runtime(pool, RuntimeConfig{}, no_host);
+    FAIL("accepted");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("quotas (HostTierConfig::quotas) need a host pool") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("quota: a device page dropped above host-only descendants releases them all, counted") {

@@ -105,6 +105,8 @@ py::dict stats_dict(const RuntimeStats& s) {
   d["uncached_pages"] = s.uncached_pages;
   d["peak_cached_pages"] = s.peak_cached_pages;
   d["partial_hit_tokens"] = s.partial_hit_tokens;
+  d["holds"] = s.holds;
+  d["releases"] = s.releases;
   return d;
 }
 

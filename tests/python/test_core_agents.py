@@ -141,6 +141,7 @@ def test_a_released_or_other_agents_hold_protects_nothing():
         if call == "release":
             runtime.hold(7, 100.0, agent=2)
             runtime.release(7, agent=2)
+            assert (runtime.stats()["holds"], runtime.stats()["releases"]) == (1, 1)
         else:
             runtime.hold(7, 100.0, agent=1)  # a sub-agent that committed nothing
         evict_two_pages(runtime)

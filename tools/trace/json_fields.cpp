@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <type_traits>
 
 namespace radixkv::tools::detail {
@@ -257,7 +258,11 @@ void reserve_segments_ahead(Trace& trace, uint64_t bytes_read, uint64_t bytes_to
   const auto most = static_cast<double>(bytes_total / 2);
   const auto segments = static_cast<uint64_t>(std::min(expected * 1.125, most));
   if (segments <= trace.segments.size()) return;
-  trace.segments.reserve(segments);
+  try {
+    trace.segments.reserve(segments);
+  } catch (const std::bad_alloc&) {
+    return;  // a guess the machine cannot give: the segments grow as they are read instead
+  }
   // The expected part is faulted in now, the margin only when used; at most kPopulateBytes, so
   // that a file whose first records are far denser than the rest commits little it won't use.
   constexpr uint64_t kPopulateBytes = uint64_t{256} << 20;
