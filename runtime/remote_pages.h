@@ -5,6 +5,7 @@
 // they are cached (TierEvents::inserted).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -44,6 +45,13 @@ struct LowerTierMetrics {
   uint64_t stored_bytes = 0;
   uint64_t capacity_bytes = 0;
 };
+
+// LowerTierMetrics' counters (monotonic since the tier opened), for code that adds or subtracts
+// them all; the gauges (stored_bytes, capacity_bytes) are not among them.
+inline constexpr std::array<uint64_t LowerTierMetrics::*, 6> kLowerTierCounters = {
+    &LowerTierMetrics::loaded_pages,  &LowerTierMetrics::written_pages,
+    &LowerTierMetrics::evicted_pages, &LowerTierMetrics::read_bytes,
+    &LowerTierMetrics::written_bytes, &LowerTierMetrics::load_wait_ns};
 
 class RemotePages : public TierEvents {
  public:

@@ -60,18 +60,9 @@ void RuntimeMetrics::merge(const RuntimeMetrics& o) {
       continue;
     }
     LowerTierMetrics& to = *it;
-    for (auto [field, value] : std::array<std::pair<uint64_t*, uint64_t>, 8>{{
-             {&to.loaded_pages, from.loaded_pages},
-             {&to.written_pages, from.written_pages},
-             {&to.evicted_pages, from.evicted_pages},
-             {&to.read_bytes, from.read_bytes},
-             {&to.written_bytes, from.written_bytes},
-             {&to.load_wait_ns, from.load_wait_ns},
-             {&to.stored_bytes, from.stored_bytes},
-             {&to.capacity_bytes, from.capacity_bytes},
-         }}) {
-      *field += value;
-    }
+    for (uint64_t LowerTierMetrics::*counter : kLowerTierCounters) to.*counter += from.*counter;
+    to.stored_bytes += from.stored_bytes;
+    to.capacity_bytes += from.capacity_bytes;
     to.has_bytes = to.has_bytes || from.has_bytes;
   }
   if (o.retention) {
@@ -134,15 +125,8 @@ void since_attached(std::vector<LowerTierMetrics>& now,
     LowerTierMetrics& n = now[i];
     const LowerTierMetrics& a = attached[i];
     if (n.tier != a.tier) continue;
-    for (auto [field, then] : std::array<std::pair<uint64_t*, uint64_t>, 6>{{
-             {&n.loaded_pages, a.loaded_pages},
-             {&n.written_pages, a.written_pages},
-             {&n.evicted_pages, a.evicted_pages},
-             {&n.read_bytes, a.read_bytes},
-             {&n.written_bytes, a.written_bytes},
-             {&n.load_wait_ns, a.load_wait_ns},
-         }}) {
-      *field -= std::min(*field, then);
+    for (uint64_t LowerTierMetrics::*counter : kLowerTierCounters) {
+      n.*counter -= std::min(n.*counter, a.*counter);
     }
   }
 }
