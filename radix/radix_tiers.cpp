@@ -239,12 +239,12 @@ void RadixTree::back_up(RadixNode* node) {
     ++host->count;
     h.indexed(page) = true;
     ++h.cached;
-    count_host_pages(node, 1);
     if (page_hashes()) h.hash(page) = device_hash(node->page_array()[i]);
     h.transfers.push_back({node->page_array()[i], page});
     if (events_) emit_stored(Tier::kHost, node, i, 1);
   }
   if (h.transfers.empty()) return;
+  count_host_pages(node, static_cast<int64_t>(h.transfers.size()));  // one walk to the root
   host->write_ticket = h.last_ticket = h.copier.copy(pool_, h.pool, h.transfers);
   stats_.written_pages += h.transfers.size();
 }
