@@ -468,22 +468,14 @@ TEST_CASE("quota: bad host quotas are refused naming the host tier") {
   TierConfig tiers;
   tiers.host.pool = &host_pool;
   tiers.host.quotas = {{1, 0.6, 0.5}};
-  try {
-    PrefixCacheRuntime runtime(pool, RuntimeConfig{}, tiers);
-    FAIL("accepted");
-  } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()).find("host tier: quota: namespace 1: min 0.6") !=
-          std::string::npos);
-  }
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, RuntimeConfig{}, tiers),
+                       doctest::Contains("host tier: quota: namespace 1: min 0.6"),
+                       std::invalid_argument);
   TierConfig no_host;
   no_host.host.quotas = {{1, 0.5, 1.0}};
-  try {
-    PrefixCacheRuntime runtime(pool, RuntimeConfig{}, no_host);
-    FAIL("accepted");
-  } catch (const std::invalid_argument& e) {
-    CHECK(std::string(e.what()).find("quotas (HostTierConfig::quotas) need a host pool") !=
-          std::string::npos);
-  }
+  CHECK_THROWS_WITH_AS(PrefixCacheRuntime(pool, RuntimeConfig{}, no_host),
+                       doctest::Contains("quotas (HostTierConfig::quotas) need a host pool"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("quota: a device page dropped above host-only descendants releases them all, counted") {
